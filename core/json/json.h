@@ -1,0 +1,122 @@
+// Owned JSON documents on RapidJSON.
+//
+// Kubernetes objects stay JSON in Unitrain: a controller reads the fields it decides on and writes
+// back the document it got, so fields it does not know survive read-modify-write byte for byte.
+// Member order is preserved on output (RapidJSON keeps insertion order).
+//
+// Paths are RFC 6901 JSON Pointers ("/metadata/labels/app", "/spec/containers/0/env").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "core/base/result.h"
+
+namespace unitrain::json {
+
+using Value = rapidjson::Value;
+using Allocator = rapidjson::Document::AllocatorType;
+
+class Document {
+ public:
+  Document();  // null
+  static Document object();
+  static Document array();
+  // Parses one JSON text. Errors name the byte offset and the reason:
+  // "invalid JSON at offset 17: Missing a comma or '}' after an object member."
+  static Result<Document> parse(std::string_view text);
+  // Deep copy of any value into a new document.
+  static Document copy_of(const Value& v);
+
+  Document(const Document& other);
+  Document& operator=(const Document& other);
+  Document(Document&&) noexcept;
+  Document& operator=(Document&&) noexcept;
+  ~Document();
+
+  Value& root() { return *doc_; }
+  const Value& root() const { return *doc_; }
+  Allocator& alloc() { return doc_->GetAllocator(); }
+
+  // Compact output in member order (what the API server gets).
+  std::string dump() const;
+  // Indented output for people (2 spaces).
+  std::string pretty() const;
+
+  friend bool operator==(const Document& a, const Document& b);
+
+ private:
+  std::unique_ptr<rapidjson::Document> doc_;
+};
+
+// Deep equality; object members compare regardless of order, numbers by value (1 == 1.0).
+bool equal(const Value& a, const Value& b);
+// Compact output of any value, in member order.
+std::string dump(const Value& v);
+// Compact output with object members sorted by key: a stable form for hashing and comparison.
+std::string canonical(const Value& v);
+
+// Deep copy of `v` using `alloc`.
+inline Value clone(const Value& v, Allocator& alloc) { return Value(v, alloc); }
+inline Value str(std::string_view s, Allocator& alloc) {
+  return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
+}
+
+// ---- JSON Pointer access --------------------------------------------------------------------
+// Returns nullptr when any step is missing or of the wrong kind.
+const Value* find(const Value& root, std::string_view pointer);
+Value* find(Value& root, std::string_view pointer);
+
+std::optional<std::string_view> get_string(const Value& root, std::string_view pointer);
+std::optional<int64_t> get_int(const Value& root, std::string_view pointer);
+std::optional<double> get_number(const Value& root, std::string_view pointer);
+std::optional<bool> get_bool(const Value& root, std::string_view pointer);
+
+// Sets the value at `pointer`, creating intermediate objects. Fails (naming the step) when an
+// intermediate exists and is not an object, or an array index is out of range.
+Status set(Document& doc, std::string_view pointer, Value value);
+Status set_string(Document& doc, std::string_view pointer, std::string_view s);
+Status set_int(Document& doc, std::string_view pointer, int64_t n);
+Status set_bool(Document& doc, std::string_view pointer, bool b);
+// Removes the member or array element; false if it was not there.
+bool remove(Document& doc, std::string_view pointer);
+
+// Escapes one key for use in a pointer ("~" -> "~0", "/" -> "~1").
+std::string escape_pointer_token(std::string_view key);
+
+// ---- Patches --------------------------------------------------------------------------------
+// RFC 7386 JSON merge patch: applies `patch` to `target` in place.
+void apply_merge_patch(Document& target, const Value& patch);
+// RFC 7386: the merge patch that turns `original` into `modified`.
+Document create_merge_patch(const Value& original, const Value& modified);
+// RFC 6902 JSON patch (add, remove, replace, move, copy, test). Atomic: on error `target` is
+// unchanged and the error names the operation index and path.
+Status apply_json_patch(Document& target, const Value& operations);
+
+// Strategic merge patch (Kubernetes): like merge patch, but lists whose path has a merge key are
+// merged element-wise by that key, and the directives `$patch: replace|delete|merge`,
+// `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` are honoured.
+// `merge_key_for` receives the JSON Pointer of the list with array indices replaced by "*"
+// (e.g. "/spec/containers/*/env") and returns its merge key or nullopt (plain replace).
+using MergeKeyLookup = std::optional<std::string> (*)(std::string_view list_path);
+Status apply_strategic_merge_patch(Document& target, const Value& patch, MergeKeyLookup merge_key_for);
+// The merge keys of the core/v1 and batch/v1 types Unitrain deals with (containers by name, env
+// by name, ports by containerPort, volumes by name, volumeMounts by mountPath, conditions by
+// type, ...), for any list path under a pod template too.
+std::optional<std::string> kubernetes_merge_key(std::string_view list_path);
+
+// ---- YAML -----------------------------------------------------------------------------------
+// Multi-document YAML -> JSON documents, skipping empty documents. Scalars become strings,
+// numbers, booleans or null by YAML 1.2 core-schema rules ("yes" stays a string; quoted scalars
+// are always strings). Errors name the line and column.
+Result<std::vector<Document>> parse_yaml(std::string_view text);
+// JSON -> block-style YAML (for `-o yaml`-like output and tests).
+std::string to_yaml(const Value& v);
+
+}  // namespace unitrain::json

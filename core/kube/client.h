@@ -1,0 +1,130 @@
+// The Kubernetes API as the operator sees it: an abstract client over resources, with errors as
+// values decoded from metav1.Status. The HTTP implementation (rest_client.h) and the in-memory
+// fake for unit tests (fake_client.h) both implement it; informers, leader election, the event
+// recorder and the controllers depend only on this header, never on Boost.Beast.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/result.h"
+#include "core/json/json.h"
+
+namespace unitrain::kube {
+
+struct GroupVersionResource {
+  std::string group;     // "" for core
+  std::string version;   // "v1"
+  std::string resource;  // plural, lower case: "pods"
+  friend bool operator==(const GroupVersionResource&, const GroupVersionResource&) = default;
+  // "pods", "jobs.batch", "pytorchjobs.kubeflow.org"
+  std::string group_resource() const { return group.empty() ? resource : resource + "." + group; }
+};
+
+// A decoded API failure. `reason` follows metav1.StatusReason; transport failures (no HTTP
+// response at all) use Reason::Transport, undecodable bodies Reason::BadResponse.
+struct ApiError {
+  enum class Reason {
+    Unknown, NotFound, AlreadyExists, Conflict, Invalid, Forbidden, Unauthorized, Gone,
+    TooManyRequests, Timeout, ServerTimeout, InternalError, BadRequest, MethodNotAllowed,
+    NotAcceptable, UnsupportedMediaType, RequestEntityTooLarge, ServiceUnavailable, Expired,
+    Transport, BadResponse, Cancelled,
+  };
+  struct Cause {
+    std::string type;     // "FieldValueInvalid"
+    std::string message;  // "Invalid value: -1: must be greater than or equal to 0"
+    std::string field;    // "spec.runPolicy.backoffLimit"
+  };
+
+  Reason reason = Reason::Unknown;
+  int code = 0;          // HTTP status, 0 when none was received
+  std::string message;   // Status.message or the transport error text
+  std::vector<Cause> causes;
+  std::optional<std::chrono::seconds> retry_after;  // Retry-After / details.retryAfterSeconds
+
+  bool is(Reason r) const { return reason == r; }
+  // Transport errors, 429, 5xx except 501: worth a retry with backoff.
+  bool retryable() const;
+  std::string to_string() const;  // "Conflict (409): Operation cannot be fulfilled on ..."
+};
+
+template <class T>
+using ApiResult = Result<T, ApiError>;
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;                // 0: no paging
+  std::string continue_token;
+  std::string resource_version;     // "" = most recent (quorum read)
+  std::string resource_version_match;
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;
+  bool allow_bookmarks = true;
+  std::optional<int64_t> timeout_seconds;
+};
+
+enum class PatchType { Merge, JSON, Strategic, Apply };
+
+struct PatchOptions {
+  std::string field_manager;
+  bool force = false;  // server-side apply only
+};
+
+struct DeleteOptions {
+  std::optional<std::string> propagation_policy;  // Background | Foreground | Orphan
+  std::optional<int64_t> grace_period_seconds;
+  std::optional<std::string> precondition_uid;
+  std::optional<std::string> precondition_resource_version;
+};
+
+struct WatchEvent {
+  enum class Type { Added, Modified, Deleted, Bookmark, Error };
+  Type type = Type::Added;
+  json::Document object;  // the object; for Error, the metav1.Status
+};
+
+// A watch in progress. next() blocks until an event arrives, the stream ends (nullopt), the
+// server's timeout passes, or `wait` elapses (nullopt with timed_out() true). Never forever.
+class WatchStream {
+ public:
+  virtual ~WatchStream() = default;
+  virtual ApiResult<std::optional<WatchEvent>> next(std::chrono::milliseconds wait) = 0;
+  virtual bool timed_out() const = 0;
+  // Ends the stream from another thread; a blocked next() returns promptly.
+  virtual void cancel() = 0;
+};
+
+// `ns` empty means cluster-scoped resources or "all namespaces" for list/watch.
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  virtual ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) = 0;
+  // One page; the returned document is the List with metadata.continue / resourceVersion.
+  virtual ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) = 0;
+  virtual ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
+  virtual ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
+  virtual ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
+  virtual ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                          PatchType type, std::string_view body, const PatchOptions& opts = {},
+                                          std::string_view subresource = {}) = 0;
+  // The returned document is the object (while finalizers or graceful deletion keep it) or a Status.
+  virtual ApiResult<json::Document> remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                           const DeleteOptions& opts = {}) = 0;
+  virtual ApiResult<json::Document> delete_collection(const GroupVersionResource& r, std::string_view ns,
+                                                      const ListOptions& selector, const DeleteOptions& opts = {}) = 0;
+  virtual ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
+                                                        const WatchOptions& opts) = 0;
+};
+
+}  // namespace unitrain::kube

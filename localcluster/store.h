@@ -1,0 +1,128 @@
+// The local cluster's object store: every API semantic that does not depend on HTTP lives here
+// (resourceVersion, optimistic concurrency, generateName, selectors, paging, watch windows,
+// patches, status subresources, generation, finalizers and graceful deletion, CRD-defined
+// resources). The HTTP layer (server.h) only routes, decodes and encodes; controllers in-process
+// (garbage collector, Job controller, scheduler, kubelet) use the Store directly.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/result.h"
+#include "core/json/json.h"
+
+namespace unitrain::localcluster {
+
+// What discovery publishes about one resource, and what the store needs to serve it.
+struct ResourceInfo {
+  std::string group;        // "" for core
+  std::string version;      // "v1"
+  std::string resource;     // plural: "pods"
+  std::string singular;     // "pod"
+  std::string kind;         // "Pod"
+  std::string list_kind;    // "PodList"
+  bool namespaced = true;
+  bool has_status = false;  // status subresource
+  bool has_scale = false;   // scale subresource (CRDs)
+  std::vector<std::string> short_names;
+  std::vector<std::string> categories;
+  std::vector<std::string> verbs;  // create delete deletecollection get list patch update watch
+  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+};
+
+// A failure as the API server reports it; becomes a metav1.Status body.
+struct StatusError {
+  int code = 500;
+  std::string reason;   // "NotFound", "AlreadyExists", "Conflict", "Invalid", "Gone", ...
+  std::string message;  // exactly as kube-apiserver words it
+  json::Document details;  // metav1.StatusDetails (name, group, kind, causes), or null
+  json::Document to_status() const;  // the full metav1.Status object
+};
+
+template <class T>
+using StoreResult = Result<T, StatusError>;
+
+struct ListRequest {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;
+  std::string continue_token;
+  std::string resource_version;
+  std::string resource_version_match;
+};
+
+struct WatchRequest {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;  // "" or "0": start with synthetic ADDED events for the current state
+  bool allow_bookmarks = false;
+  bool send_initial_events = false;
+};
+
+struct DeleteRequest {
+  std::optional<std::string> propagation_policy;
+  std::optional<int64_t> grace_period_seconds;
+  std::optional<std::string> precondition_uid;
+  std::optional<std::string> precondition_resource_version;
+  bool dry_run = false;
+};
+
+enum class PatchKind { Merge, JSON, Strategic, Apply };
+
+// A watch event, serialized once and shared by every watcher that receives it.
+struct WatchEvent {
+  std::string type;  // ADDED MODIFIED DELETED BOOKMARK ERROR
+  std::shared_ptr<const std::string> object;  // compact JSON of the object (or Status)
+};
+
+// One open watch. Events are queued by the store; `notify` (set by the consumer) is called from
+// the writer's thread when the queue becomes non-empty or the watch is closed, so an Asio-based
+// consumer can post to its own executor instead of blocking a thread.
+class Watcher {
+ public:
+  virtual ~Watcher() = default;
+  // Takes everything queued so far. `closed` becomes true once the store ends the watch (e.g.
+  // the watcher fell too far behind) after the final events.
+  virtual std::vector<WatchEvent> drain(bool& closed) = 0;
+  virtual void set_notify(std::function<void()> notify) = 0;
+  virtual void stop() = 0;  // idempotent
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Resources currently served (built-ins plus established CRD versions), for discovery.
+  virtual std::vector<ResourceInfo> resources() const = 0;
+  virtual std::optional<ResourceInfo> find_resource(std::string_view group, std::string_view version,
+                                                    std::string_view resource) const = 0;
+
+  // `subresource` is "" or "status" / "scale" where the resource has it.
+  virtual StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj,
+                                             bool dry_run = false) = 0;
+  virtual StoreResult<json::Document> get(const ResourceInfo& r, std::string_view ns, std::string_view name,
+                                          std::string_view subresource = {}) const = 0;
+  // A List object (kind <Kind>List, metadata.resourceVersion, metadata.continue) in JSON.
+  virtual StoreResult<std::string> list(const ResourceInfo& r, std::string_view ns, const ListRequest& req) const = 0;
+  virtual StoreResult<json::Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name,
+                                             json::Document obj, std::string_view subresource = {},
+                                             bool dry_run = false) = 0;
+  virtual StoreResult<json::Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name,
+                                            PatchKind kind, std::string_view body, std::string_view subresource = {},
+                                            std::string_view field_manager = {}, bool dry_run = false) = 0;
+  // The deleted object, or the object still present with deletionTimestamp (finalizers, grace).
+  virtual StoreResult<json::Document> remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
+                                             const DeleteRequest& req) = 0;
+  virtual StoreResult<std::string> remove_collection(const ResourceInfo& r, std::string_view ns,
+                                                     const ListRequest& selector, const DeleteRequest& req) = 0;
+  virtual StoreResult<std::unique_ptr<Watcher>> watch(const ResourceInfo& r, std::string_view ns,
+                                                      const WatchRequest& req) = 0;
+};
+
+}  // namespace unitrain::localcluster

@@ -1,0 +1,57 @@
+#include <catch2/catch.hpp>
+
+#include "core/json/json.h"
+
+using unitrain::json::Document;
+namespace json = unitrain::json;
+
+TEST_CASE("parse and dump keep member order and unknown fields") {
+  const std::string text = R"({"z":1,"a":{"x-unknown":[1,2,{"k":"v"}],"b":null},"m":1.5,"t":true})";
+  auto doc = Document::parse(text);
+  REQUIRE(doc);
+  CHECK(doc->dump() == text);
+}
+
+TEST_CASE("parse errors name the offset and reason") {
+  auto doc = Document::parse(R"({"a":1,)");
+  REQUIRE_FALSE(doc);
+  CHECK(doc.error().message.find("offset 7") != std::string::npos);
+  auto trailing = Document::parse(R"({"a":1} x)");
+  REQUIRE_FALSE(trailing);
+  CHECK(trailing.error().message.find("offset 8") != std::string::npos);
+}
+
+TEST_CASE("pointer get and set") {
+  auto doc = Document::parse(R"({"metadata":{"name":"n","labels":{"a/b":"c"}},"items":[{"v":1}]})").value();
+  CHECK(json::get_string(doc.root(), "/metadata/name") == "n");
+  CHECK(json::get_string(doc.root(), "/metadata/labels/a~1b") == "c");
+  CHECK(json::get_int(doc.root(), "/items/0/v") == 1);
+  CHECK_FALSE(json::get_int(doc.root(), "/items/1/v"));
+  CHECK_FALSE(json::get_string(doc.root(), "/metadata/name/x"));
+  REQUIRE(json::set_string(doc, "/spec/template/metadata/name", "p"));
+  CHECK(json::get_string(doc.root(), "/spec/template/metadata/name") == "p");
+  auto bad = json::set_int(doc, "/metadata/name/x", 1);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "/metadata/name: is not an object or array");
+  CHECK(json::remove(doc, "/metadata/labels/a~1b"));
+  CHECK_FALSE(json::remove(doc, "/metadata/labels/a~1b"));
+}
+
+TEST_CASE("equality ignores member order; canonical sorts keys") {
+  auto a = Document::parse(R"({"a":1,"b":[1,{"x":2,"y":3}]})").value();
+  auto b = Document::parse(R"({"b":[1,{"y":3,"x":2}],"a":1.0})").value();
+  CHECK(a == b);
+  CHECK(json::canonical(b.root()) == R"({"a":1.0,"b":[1,{"x":2,"y":3}]})");
+  auto c = Document::parse(R"({"b":[{"y":3,"x":2},1],"a":1})").value();
+  CHECK_FALSE(a == c);
+}
+
+TEST_CASE("copies are deep and moved-from documents stay usable") {
+  auto a = Document::parse(R"({"a":{"b":1}})").value();
+  Document b = a;
+  REQUIRE(json::set_int(b, "/a/b", 2));
+  CHECK(json::get_int(a.root(), "/a/b") == 1);
+  Document c = std::move(a);
+  CHECK(a.root().IsNull());
+  CHECK(json::get_int(c.root(), "/a/b") == 1);
+}
