@@ -125,4 +125,16 @@ class Store {
                                                       const WatchRequest& req) = 0;
 };
 
+struct StoreOptions {
+  // With a directory, every acknowledged write is in an append-only log there before the call
+  // returns, and a new store over the same directory starts from it.
+  std::optional<std::string> state_dir;
+  // Events kept per resource for watches that resume from an older resourceVersion; older ones
+  // get 410 Gone.
+  size_t watch_window = 10000;
+};
+
+// The in-memory (optionally persisted) store with the built-in resources and CRD serving.
+Result<std::unique_ptr<Store>> make_memory_store(const StoreOptions& options);
+
 }  // namespace unitrain::localcluster
