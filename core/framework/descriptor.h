@@ -1,0 +1,59 @@
+// What a framework is, as plain data: the core reads these facts to watch, list, name and label
+// a framework's objects without knowing the framework.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kube/client.h"
+
+namespace unitrain::framework {
+
+struct FrameworkDescriptor {
+  // Canonical name: "<group>/<kind lower>" and, where two modules serve one kind, "@<version>":
+  // "kubeflow.org/pytorchjob", "kubeflow.org/mpijob@v1", "kubeflow.org/mpijob@v2beta1".
+  std::string name;
+  // Further names `--enable-scheme` accepts, compared case-insensitively ("pytorchjob",
+  // "mpijob-v2"). The kind itself ("PyTorchJob") is always accepted unless two modules share it;
+  // then `kind_alias_default` says which of them the bare kind means.
+  std::vector<std::string> aliases;
+  bool kind_alias_default = true;
+
+  std::string group;     // "kubeflow.org"
+  std::string version;   // "v1"
+  std::string kind;      // "PyTorchJob"
+  std::string plural;    // "pytorchjobs"
+  std::string singular;  // "pytorchjob"
+
+  // JSON key under .spec holding map<replica type, ReplicaSpec> ("pytorchReplicaSpecs").
+  std::string replica_specs_field;
+  // Canonical replica types, in the order the core visits them ("Master", "Worker").
+  std::vector<std::string> replica_types;
+
+  // The container whose exit code decides restarts and whose ports become service ports.
+  std::string default_container;  // "pytorch"
+  std::string default_port_name;  // "pytorchjob-port"
+  int32_t default_port = 0;       // 23456; 0 when the framework has no default port
+
+  // Value of the training.kubeflow.org/operator-name label on pods ("pytorchjob-controller").
+  std::string controller_name;
+  // Label that tells a pod's replica type; its value is the lower-cased type.
+  // training-operator uses training.kubeflow.org/replica-type, mpi-operator v2 .../job-role.
+  std::string replica_type_label = "training.kubeflow.org/replica-type";
+  // The `framework` label of the training_operator_* metrics ("pytorch").
+  std::string metrics_framework;
+
+  // spec.runPolicy.managedBy values this module answers to; a job with any other non-empty
+  // value is left alone (no writes at all). An unset managedBy is ours when `owns_unset`.
+  std::vector<std::string> managed_by;
+  bool owns_unset_managed_by = true;
+
+  // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
+  std::vector<kube::GroupVersionResource> owned_resources;
+
+  kube::GroupVersionResource resource() const { return {group, version, plural}; }
+  std::string api_version() const { return group + "/" + version; }
+};
+
+}  // namespace unitrain::framework

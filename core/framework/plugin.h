@@ -1,0 +1,165 @@
+// The contract between the job-controller core and one framework module.
+//
+// The core owns the reconcile pipeline (docs/framework-authors.md lists its steps); a framework
+// supplies pure hooks that turn a job into desired objects and observed children into a status
+// proposal. Hooks never call the API server: everything they need arrives as arguments, and
+// everything they want arrives back at the core as values, so each hook is unit-testable against
+// JSON fixtures and the core alone decides when to write.
+//
+// Optional behaviour is discovered through `capabilities()` (plain pointers, no dynamic_cast),
+// the way Kueue's jobframework discovers optional interfaces of a GenericJob.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/result.h"
+#include "core/framework/descriptor.h"
+#include "core/json/json.h"
+
+namespace unitrain::framework {
+
+// A framework-specific setting the operator exposes as `--<name>` (e.g.
+// "pytorch-init-container-image"). Values reach the factory in PluginConfig.
+struct OptionSpec {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+
+struct PluginConfig {
+  std::map<std::string, std::string, std::less<>> options;  // every OptionSpec, defaulted
+  std::string gang_scheduler_name;                           // "" (none), "volcano", or a name
+  std::string cluster_domain;                                // CUSTOM_CLUSTER_DOMAIN / --cluster-domain
+
+  std::string option(std::string_view name) const {
+    auto it = options.find(name);
+    return it == options.end() ? std::string() : it->second;
+  }
+};
+
+// One field error in Kubernetes form: path, type and detail, e.g.
+// {"spec.pytorchReplicaSpecs[Master].replicas", "Forbidden", "must be 1"}.
+struct FieldIssue {
+  std::string path;
+  std::string type;  // Required | Invalid | NotSupported | Forbidden | Duplicate | TooLong ...
+  std::string detail;
+  std::string bad_value;  // rendered as the API server prints it, "" when not applicable
+};
+
+struct Validation {
+  std::vector<FieldIssue> errors;
+  std::vector<std::string> warnings;
+  bool ok() const { return errors.empty(); }
+};
+
+// One pod the core will keep in existence: replica type, index, and the pod it creates when the
+// slot is empty. The core fills name, namespace, owner reference and the common labels first.
+struct PodSlot {
+  std::string replica_type;  // canonical: "Worker"
+  int32_t index = 0;
+};
+
+// An object the framework wants besides pods: Service, ConfigMap, Secret, Role, HPA, a launcher
+// batch/v1 Job... The core gets-or-creates it with a controller owner reference to the job.
+struct DesiredObject {
+  kube::GroupVersionResource resource;
+  json::Document object;  // complete, without ownerReferences (the core adds them)
+  enum class Update {
+    Never,            // create when missing, never touch again
+    WhenDiffers,      // update when any of `compared` (JSON Pointers) differs
+  } update = Update::Never;
+  std::vector<std::string> compared;  // e.g. {"/data"}, {"/spec/selector", "/spec/publishNotReadyAddresses"}
+  // Delete existing objects of this resource owned by the job that are not desired any more.
+  bool prune_undesired = false;
+};
+
+// The children of one job, as the informer caches see them (projections; see core/kube).
+struct Observed {
+  std::vector<const json::Value*> pods;
+  std::vector<const json::Value*> services;
+  // Other owned kinds, keyed by "resource.group" (descriptor.owned_resources).
+  std::map<std::string, std::vector<const json::Value*>, std::less<>> owned;
+};
+
+// What a framework proposes for status; the core applies the condition rules (terminal states
+// are final, Running/Restarting exclusivity, transition times) and writes only on change.
+struct StatusProposal {
+  struct ReplicaCounts {
+    int32_t active = 0, succeeded = 0, failed = 0;
+    std::optional<std::string> selector;
+  };
+  struct Condition {
+    std::string type;    // Running | Restarting | Succeeded | Failed
+    std::string status = "True";
+    std::string reason;  // "PyTorchJobRunning"
+    std::string message;
+  };
+  std::map<std::string, ReplicaCounts> replica_statuses;  // by replica type
+  std::vector<Condition> conditions;                       // applied in order
+  bool set_completion_time = false;
+  std::optional<std::string> completion_time;              // RFC 3339; else "now" when set
+};
+
+// --- optional capabilities ---------------------------------------------------------------------
+
+// A launcher that must wait for its workers (MPI WaitForWorkersReady).
+class LauncherOrdering {
+ public:
+  virtual ~LauncherOrdering() = default;
+  virtual bool launcher_may_start(const json::Value& job, const Observed& observed) const = 0;
+};
+
+// How the framework contributes to its PodGroup (minMember and minResources rules differ).
+class GangContribution {
+ public:
+  virtual ~GangContribution() = default;
+  virtual int32_t min_member(const json::Value& job) const = 0;
+};
+
+class DeprecationNotice {
+ public:
+  virtual ~DeprecationNotice() = default;
+  virtual std::string warning() const = 0;
+};
+
+struct Capabilities {
+  const LauncherOrdering* launcher_ordering = nullptr;
+  const GangContribution* gang = nullptr;
+  const DeprecationNotice* deprecation = nullptr;
+};
+
+// --- the plugin --------------------------------------------------------------------------------
+
+class FrameworkPlugin {
+ public:
+  virtual ~FrameworkPlugin() = default;
+
+  virtual const FrameworkDescriptor& descriptor() const = 0;
+  virtual Capabilities capabilities() const { return {}; }
+
+  // In-memory defaults (never written back to spec, as upstream).
+  virtual void set_defaults(json::Document& job) const = 0;
+  // `old_job` is null on create. Runs on the raw object in webhooks and on the defaulted one in
+  // the reconciler, as each reference operator does.
+  virtual Validation validate(const json::Value* old_job, const json::Value& job) const = 0;
+
+  // The pod slots the core keeps (e.g. every Master and Worker index; for MPI v2 only workers).
+  virtual std::vector<PodSlot> pod_slots(const json::Value& job) const = 0;
+  // Framework additions to a pod the core has prepared from the replica template: env, ports,
+  // volumes, init containers, hostname, extra labels. Pure and deterministic.
+  virtual Status decorate_pod(const json::Value& job, const PodSlot& slot, json::Document& pod) const = 0;
+
+  // Services, ConfigMaps, Secrets, RBAC, launcher objects: everything but slot pods.
+  // `observed` lets a hook keep what exists (an SSH key is generated only when its Secret is missing).
+  virtual Result<std::vector<DesiredObject>> desired_objects(const json::Value& job, const Observed& observed) const = 0;
+
+  virtual StatusProposal compute_status(const json::Value& job, const Observed& observed) const = 0;
+};
+
+using PluginFactory = std::unique_ptr<FrameworkPlugin> (*)(const PluginConfig&);
+
+}  // namespace unitrain::framework

@@ -1,0 +1,166 @@
+#include "core/framework/registry.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace unitrain::framework {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// Spellings that name exactly this registration (the bare kind is handled separately, since
+// two modules may share it).
+std::vector<std::string> own_spellings(const FrameworkDescriptor& d) {
+  std::vector<std::string> out{lower(d.name)};
+  for (const auto& a : d.aliases) out.push_back(lower(a));
+  return out;
+}
+
+}  // namespace
+
+Status Registry::add(Registration registration) {
+  const auto& d = registration.descriptor;
+  if (d.name.empty() || d.kind.empty() || d.group.empty() || d.version.empty() || d.plural.empty())
+    return fail(fmt::format("framework registration \"{}\": name, group, version, kind and plural are required", d.name));
+  if (!registration.factory) return fail(fmt::format("framework \"{}\": no plugin factory", d.name));
+  for (const auto& spelling : own_spellings(d)) {
+    if (spelling == "*" || spelling.starts_with("-"))
+      return fail(fmt::format("framework \"{}\": \"{}\" cannot be a name", d.name, spelling));
+    for (const auto& other : registrations_) {
+      const auto taken = own_spellings(other.descriptor);
+      if (std::find(taken.begin(), taken.end(), spelling) != taken.end() ||
+          (spelling == lower(other.descriptor.kind) && d.kind != other.descriptor.kind))
+        return fail(fmt::format("framework \"{}\": name \"{}\" is already taken by \"{}\"", d.name, spelling,
+                                other.descriptor.name));
+    }
+  }
+  for (const auto& other : registrations_) {
+    const auto& o = other.descriptor;
+    if (lower(o.group) == lower(d.group) && lower(o.kind) == lower(d.kind) && o.version == d.version)
+      return fail(fmt::format("framework \"{}\": {}/{} {} is already served by \"{}\"", d.name, d.group, d.version,
+                              d.kind, o.name));
+  }
+  registrations_.push_back(std::move(registration));
+  return {};
+}
+
+const Registration* Registry::find(std::string_view name) const {
+  auto r = lookup(name, {});
+  return r ? *r : nullptr;
+}
+
+std::vector<std::string> Registry::accepted_names() const {
+  std::set<std::string> names;
+  for (const auto& r : registrations_) {
+    for (const auto& s : own_spellings(r.descriptor)) names.insert(s);
+    names.insert(lower(r.descriptor.kind));
+  }
+  return {names.begin(), names.end()};
+}
+
+Result<const Registration*> Registry::lookup(std::string_view spelling, const EnablementOptions& options) const {
+  const std::string key = lower(spelling);
+  for (const auto& r : registrations_) {
+    const auto own = own_spellings(r.descriptor);
+    if (std::find(own.begin(), own.end(), key) != own.end()) return &r;
+  }
+  std::vector<const Registration*> by_kind;
+  for (const auto& r : registrations_)
+    if (lower(r.descriptor.kind) == key) by_kind.push_back(&r);
+  if (by_kind.empty())
+    return fail(fmt::format("scheme \"{}\" is not supported; valid names: {}", spelling,
+                            fmt::join(accepted_names(), ", ")));
+  if (by_kind.size() == 1) return by_kind.front();
+  if (auto it = options.default_version.find(key); it != options.default_version.end()) {
+    for (const auto* r : by_kind)
+      if (r->descriptor.version == it->second) return r;
+    std::vector<std::string> versions;
+    for (const auto* r : by_kind) versions.push_back(r->descriptor.version);
+    return fail(fmt::format("default version \"{}\" for {} is not registered; registered versions: {}", it->second,
+                            by_kind.front()->descriptor.kind, fmt::join(versions, ", ")));
+  }
+  const Registration* chosen = nullptr;
+  for (const auto* r : by_kind) {
+    if (!r->descriptor.kind_alias_default) continue;
+    if (chosen) {
+      chosen = nullptr;
+      break;
+    }
+    chosen = r;
+  }
+  if (chosen) return chosen;
+  std::vector<std::string> names;
+  for (const auto* r : by_kind) names.push_back(r->descriptor.name);
+  return fail(fmt::format("scheme \"{}\" is ambiguous: it names {}; use one of those names", spelling,
+                          fmt::join(names, " and ")));
+}
+
+Result<std::vector<std::string>> Registry::resolve(const std::vector<std::string>& values,
+                                                   const EnablementOptions& options) const {
+  std::vector<std::pair<bool, std::string>> items;  // (remove?, spelling)
+  for (const auto& value : values) {
+    size_t pos = 0;
+    while (pos <= value.size()) {
+      const size_t comma = value.find(',', pos);
+      std::string item = trim(std::string_view(value).substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+      pos = comma == std::string::npos ? value.size() + 1 : comma + 1;
+      if (item.empty()) continue;
+      const bool remove = item.front() == '-';
+      if (remove) item = trim(std::string_view(item).substr(1));
+      if (item.empty()) return fail("--enable-scheme: \"-\" must be followed by a framework name");
+      items.emplace_back(remove, std::move(item));
+    }
+  }
+
+  std::set<const Registration*> enabled;
+  const bool only_removals =
+      std::all_of(items.begin(), items.end(), [](const auto& item) { return item.first; });
+  if (only_removals)
+    for (const auto& r : registrations_) enabled.insert(&r);
+
+  for (const auto& [remove, spelling] : items) {
+    if (spelling == "*") {
+      if (remove) {
+        enabled.clear();
+      } else {
+        for (const auto& r : registrations_) enabled.insert(&r);
+      }
+      continue;
+    }
+    auto r = lookup(spelling, options);
+    if (!r) return fail(fmt::format("--enable-scheme: {}", r.error().message));
+    if (remove) enabled.erase(*r);
+    else enabled.insert(*r);
+  }
+
+  std::vector<std::string> out;
+  for (const auto& r : registrations_)
+    if (enabled.count(&r)) out.push_back(r.descriptor.name);
+  return out;
+}
+
+Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view name, PluginConfig config) const {
+  auto r = lookup(name, {});
+  if (!r) return fail(r.error().message);
+  for (const auto& option : (*r)->options) config.options.try_emplace(option.name, option.default_value);
+  auto plugin = (*r)->factory(config);
+  if (!plugin) return fail(fmt::format("framework \"{}\": its factory returned no plugin", (*r)->descriptor.name));
+  return plugin;
+}
+
+}  // namespace unitrain::framework

@@ -1,0 +1,145 @@
+#include <catch2/catch.hpp>
+
+#include "core/framework/registry.h"
+
+namespace fw = unitrain::framework;
+
+namespace {
+
+// A framework that exists only in this test: the registry must take it without core changes.
+class EchoPlugin final : public fw::FrameworkPlugin {
+ public:
+  explicit EchoPlugin(fw::FrameworkDescriptor d, fw::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
+  const fw::FrameworkDescriptor& descriptor() const override { return d_; }
+  void set_defaults(unitrain::json::Document&) const override {}
+  fw::Validation validate(const unitrain::json::Value*, const unitrain::json::Value&) const override { return {}; }
+  std::vector<fw::PodSlot> pod_slots(const unitrain::json::Value&) const override { return {{"Worker", 0}}; }
+  unitrain::Status decorate_pod(const unitrain::json::Value&, const fw::PodSlot&, unitrain::json::Document& pod) const override {
+    return unitrain::json::set_string(pod, "/metadata/annotations/echo", config_.option("echo-greeting"));
+  }
+  unitrain::Result<std::vector<fw::DesiredObject>> desired_objects(const unitrain::json::Value&, const fw::Observed&) const override {
+    return std::vector<fw::DesiredObject>{};
+  }
+  fw::StatusProposal compute_status(const unitrain::json::Value&, const fw::Observed&) const override { return {}; }
+
+ private:
+  fw::FrameworkDescriptor d_;
+  fw::PluginConfig config_;
+};
+
+fw::FrameworkDescriptor descriptor(std::string name, std::string kind, std::string version, std::vector<std::string> aliases = {}) {
+  fw::FrameworkDescriptor d;
+  d.name = std::move(name);
+  d.group = "kubeflow.org";
+  d.version = std::move(version);
+  d.kind = kind;
+  d.plural = [&] { std::string p; for (char c : kind) p += static_cast<char>(std::tolower(c)); return p + "s"; }();
+  d.aliases = std::move(aliases);
+  return d;
+}
+
+template <class Plugin>
+std::unique_ptr<fw::FrameworkPlugin> make(const fw::PluginConfig& c) {
+  return std::make_unique<Plugin>(descriptor("test.unitrain.io/echojob", "EchoJob", "v1"), c);
+}
+
+fw::Registration reg(fw::FrameworkDescriptor d) { return {std::move(d), &make<EchoPlugin>, {}}; }
+
+fw::Registry standard() {
+  fw::Registry r;
+  REQUIRE(r.add(reg(descriptor("kubeflow.org/tfjob", "TFJob", "v1", {"tensorflow"}))));
+  REQUIRE(r.add(reg(descriptor("kubeflow.org/pytorchjob", "PyTorchJob", "v1", {"pytorch"}))));
+  auto v1 = descriptor("kubeflow.org/mpijob@v1", "MPIJob", "v1", {"mpijob-v1"});
+  v1.kind_alias_default = false;
+  REQUIRE(r.add(reg(v1)));
+  REQUIRE(r.add(reg(descriptor("kubeflow.org/mpijob@v2beta1", "MPIJob", "v2beta1", {"mpijob-v2"}))));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("enable-scheme: no value enables every framework in registration order") {
+  auto r = standard();
+  auto names = r.resolve({});
+  REQUIRE(names);
+  CHECK(*names == std::vector<std::string>{"kubeflow.org/tfjob", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob@v1",
+                                           "kubeflow.org/mpijob@v2beta1"});
+}
+
+TEST_CASE("enable-scheme: kinds and aliases are case-insensitive, values repeat and split on commas") {
+  auto r = standard();
+  auto names = r.resolve({"PyTorchJob, TFJOB", "mpijob-V1"});
+  REQUIRE(names);
+  CHECK(*names == std::vector<std::string>{"kubeflow.org/tfjob", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob@v1"});
+}
+
+TEST_CASE("enable-scheme: the bare MPIJob kind means the default version") {
+  auto r = standard();
+  auto implicit = r.resolve({"mpijob"});
+  REQUIRE(implicit);
+  CHECK(*implicit == std::vector<std::string>{"kubeflow.org/mpijob@v2beta1"});
+  fw::EnablementOptions options;
+  options.default_version["mpijob"] = "v1";
+  auto chosen = r.resolve({"MPIJob"}, options);
+  REQUIRE(chosen);
+  CHECK(*chosen == std::vector<std::string>{"kubeflow.org/mpijob@v1"});
+  options.default_version["mpijob"] = "v3";
+  auto bad = r.resolve({"MPIJob"}, options);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "--enable-scheme: default version \"v3\" for MPIJob is not registered; registered versions: v1, v2beta1");
+}
+
+TEST_CASE("enable-scheme: star and removals") {
+  auto r = standard();
+  auto all_but = r.resolve({"*,-tfjob"});
+  REQUIRE(all_but);
+  CHECK(all_but->size() == 3);
+  CHECK(all_but->front() == "kubeflow.org/pytorchjob");
+  auto only_removals = r.resolve({"-mpijob-v1", "-mpijob-v2"});
+  REQUIRE(only_removals);
+  CHECK(*only_removals == std::vector<std::string>{"kubeflow.org/tfjob", "kubeflow.org/pytorchjob"});
+  auto none = r.resolve({"*", "-*"});
+  REQUIRE(none);
+  CHECK(none->empty());
+}
+
+TEST_CASE("enable-scheme: unknown names list the valid ones") {
+  auto r = standard();
+  auto bad = r.resolve({"pytorchjob,caffejob"});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message ==
+        "--enable-scheme: scheme \"caffejob\" is not supported; valid names: kubeflow.org/mpijob@v1, "
+        "kubeflow.org/mpijob@v2beta1, kubeflow.org/pytorchjob, kubeflow.org/tfjob, mpijob, mpijob-v1, mpijob-v2, "
+        "pytorch, pytorchjob, tensorflow, tfjob");
+  auto dash = r.resolve({"-"});
+  REQUIRE_FALSE(dash);
+  CHECK(dash.error().message == "--enable-scheme: \"-\" must be followed by a framework name");
+}
+
+TEST_CASE("registry rejects duplicate names, aliases and kind/version pairs") {
+  auto r = standard();
+  auto dup_alias = r.add(reg(descriptor("example.com/torch", "TorchJob", "v1", {"Pytorch"})));
+  REQUIRE_FALSE(dup_alias);
+  CHECK(dup_alias.error().message == "framework \"example.com/torch\": name \"pytorch\" is already taken by \"kubeflow.org/pytorchjob\"");
+  auto dup_kind = r.add(reg(descriptor("example.com/tf2", "TFJob", "v1")));
+  REQUIRE_FALSE(dup_kind);
+  CHECK(dup_kind.error().message == "framework \"example.com/tf2\": kubeflow.org/v1 TFJob is already served by \"kubeflow.org/tfjob\"");
+  fw::Registration no_factory{descriptor("example.com/x", "XJob", "v1"), nullptr, {}};
+  CHECK_FALSE(r.add(no_factory));
+}
+
+TEST_CASE("a test-only framework registers and instantiates with its declared options") {
+  fw::Registry r;
+  fw::Registration echo{descriptor("test.unitrain.io/echojob", "EchoJob", "v1", {"echo"}), &make<EchoPlugin>,
+                        {{"echo-greeting", "hello", "what the echo pod says"}}};
+  REQUIRE(r.add(std::move(echo)));
+  auto enabled = r.resolve({"ECHO"});
+  REQUIRE(enabled);
+  REQUIRE(*enabled == std::vector<std::string>{"test.unitrain.io/echojob"});
+  auto plugin = r.instantiate("echojob", {});
+  REQUIRE(plugin);
+  auto pod = unitrain::json::Document::object();
+  REQUIRE((*plugin)->decorate_pod(unitrain::json::Document::object().root(), {"Worker", 0}, pod));
+  CHECK(unitrain::json::get_string(pod.root(), "/metadata/annotations/echo") == "hello");
+  CHECK_FALSE(r.instantiate("nosuchjob", {}));
+}
