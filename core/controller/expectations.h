@@ -1,0 +1,64 @@
+// Expectations: what the controller has asked the API server to create or delete and not yet
+// seen in its informer cache. A reconcile that acts while its own writes are still in flight
+// would create a pod twice; it waits until the cache has caught up instead, or until the
+// expectation expires (a lost watch event must not wedge a job forever).
+//
+// Keys follow training-operator: "<ns>/<job>/<rt>/pods" and "<ns>/<job>/<rt>/services".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "core/kube/clock.h"
+
+namespace unitrain::controller {
+
+class Expectations {
+ public:
+  static constexpr std::chrono::minutes kTimeout{5};
+
+  explicit Expectations(const kube::Clock& clock) : clock_(clock) {}
+
+  // Replaces whatever was expected under `key`.
+  void set(std::string_view key, int64_t adds, int64_t deletes);
+  void expect_creations(std::string_view key, int64_t n) { raise(key, n, 0); }
+  void expect_deletions(std::string_view key, int64_t n) { raise(key, 0, n); }
+  // An informer saw one of our creations / deletions (or a create call failed, so none will come).
+  void creation_observed(std::string_view key) { lower(key, 1, 0); }
+  void deletion_observed(std::string_view key) { lower(key, 0, 1); }
+
+  // True when nothing is outstanding under `key`, nothing was ever recorded, or the record is
+  // older than kTimeout.
+  bool satisfied(std::string_view key) const;
+  void forget(std::string_view key);
+  // Removes every key that starts with `prefix` (all keys of a deleted job: "<ns>/<job>/").
+  void forget_prefix(std::string_view prefix);
+
+  struct Pending {
+    int64_t adds = 0;
+    int64_t deletes = 0;
+  };
+  Pending pending(std::string_view key) const;
+
+  static std::string pods_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
+  static std::string services_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
+
+ private:
+  struct Record {
+    int64_t adds = 0;
+    int64_t deletes = 0;
+    kube::Clock::SteadyTime recorded;
+  };
+  void raise(std::string_view key, int64_t adds, int64_t deletes);
+  void lower(std::string_view key, int64_t adds, int64_t deletes);
+
+  const kube::Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, Record, std::less<>> records_;
+};
+
+}  // namespace unitrain::controller

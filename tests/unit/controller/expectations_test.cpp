@@ -1,0 +1,60 @@
+#include <catch2/catch.hpp>
+
+#include "core/controller/expectations.h"
+
+using unitrain::controller::Expectations;
+using unitrain::kube::FakeClock;
+
+TEST_CASE("expectations: unknown keys are satisfied; raised ones until observed") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto key = Expectations::pods_key("ns", "job", "worker");
+  CHECK(key == "ns/job/worker/pods");
+  CHECK(e.satisfied(key));
+  e.expect_creations(key, 2);
+  CHECK_FALSE(e.satisfied(key));
+  e.creation_observed(key);
+  CHECK_FALSE(e.satisfied(key));
+  CHECK(e.pending(key).adds == 1);
+  e.creation_observed(key);
+  CHECK(e.satisfied(key));
+}
+
+TEST_CASE("expectations: deletions count separately and observations without a record are ignored") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto key = Expectations::services_key("ns", "job", "master");
+  e.deletion_observed(key);
+  CHECK(e.satisfied(key));
+  CHECK(e.pending(key).deletes == 0);
+  e.expect_deletions(key, 1);
+  e.creation_observed(key);  // a creation does not satisfy a pending deletion
+  CHECK_FALSE(e.satisfied(key));
+  e.deletion_observed(key);
+  CHECK(e.satisfied(key));
+}
+
+TEST_CASE("expectations: expire after five minutes so a lost event cannot wedge a job") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto key = Expectations::pods_key("ns", "job", "worker");
+  e.expect_creations(key, 1);
+  clock.advance(std::chrono::minutes(5));
+  CHECK_FALSE(e.satisfied(key));
+  clock.advance(std::chrono::seconds(1));
+  CHECK(e.satisfied(key));
+  e.set(key, 1, 0);  // a new round starts a new timeout
+  CHECK_FALSE(e.satisfied(key));
+}
+
+TEST_CASE("expectations: forget_prefix drops every key of one job only") {
+  FakeClock clock;
+  Expectations e(clock);
+  e.expect_creations("ns/job/worker/pods", 1);
+  e.expect_creations("ns/job/master/services", 1);
+  e.expect_creations("ns/job2/worker/pods", 1);
+  e.forget_prefix("ns/job/");
+  CHECK(e.satisfied("ns/job/worker/pods"));
+  CHECK(e.satisfied("ns/job/master/services"));
+  CHECK_FALSE(e.satisfied("ns/job2/worker/pods"));
+}
