@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/api/field_errors.h"
 #include "core/base/result.h"
 #include "core/framework/descriptor.h"
 #include "core/json/json.h"
@@ -41,17 +42,8 @@ struct PluginConfig {
   }
 };
 
-// One field error in Kubernetes form: path, type and detail, e.g.
-// {"spec.pytorchReplicaSpecs[Master].replicas", "Forbidden", "must be 1"}.
-struct FieldIssue {
-  std::string path;
-  std::string type;  // Required | Invalid | NotSupported | Forbidden | Duplicate | TooLong ...
-  std::string detail;
-  std::string bad_value;  // rendered as the API server prints it, "" when not applicable
-};
-
 struct Validation {
-  std::vector<FieldIssue> errors;
+  api::FieldErrorList errors;  // in the order the reference operator reports them
   std::vector<std::string> warnings;
   bool ok() const { return errors.empty(); }
 };
