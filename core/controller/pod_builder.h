@@ -1,0 +1,62 @@
+// The parts of a job's children every framework shares: names, the common labels, owner
+// references, the restart-policy mapping and the projection of a replica template into a pod.
+// Pure functions of the job and the descriptor, so the exact strings are unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/base/result.h"
+#include "core/framework/descriptor.h"
+#include "core/json/json.h"
+
+namespace unitrain::controller {
+
+inline constexpr std::string_view kOperatorNameLabel = "training.kubeflow.org/operator-name";
+inline constexpr std::string_view kJobNameLabel = "training.kubeflow.org/job-name";
+inline constexpr std::string_view kReplicaIndexLabel = "training.kubeflow.org/replica-index";
+inline constexpr std::string_view kJobRoleLabel = "training.kubeflow.org/job-role";
+
+std::string lower(std::string_view s);
+
+// "<job>-<rt>-<index>" with '/' replaced by '-', as training-operator names pods and services.
+std::string replica_name(std::string_view job, std::string_view replica_type, int32_t index);
+
+// {operator-name, job-name} (the selector of all of a job's pods).
+json::Document job_selector_labels(const framework::FrameworkDescriptor& d, std::string_view job);
+// The selector above plus the replica-type label and, when index >= 0, the replica index.
+json::Document replica_labels(const framework::FrameworkDescriptor& d, std::string_view job,
+                              std::string_view replica_type, int32_t index);
+// "k1=v1,k2=v2" with keys sorted, the label-selector string of a label map.
+std::string selector_string(const json::Value& labels);
+
+// The controller owner reference to `job` (apiVersion, kind, name, uid, controller,
+// blockOwnerDeletion).
+json::Document owner_reference(const framework::FrameworkDescriptor& d, const json::Value& job);
+// True when `obj`'s controller owner reference has `uid`.
+bool controlled_by(const json::Value& obj, std::string_view uid);
+
+// The pod restartPolicy written for a replica restartPolicy: ExitCode runs as Never.
+std::string pod_restart_policy(std::string_view replica_restart_policy);
+
+// The replica spec of `replica_type` in the (defaulted) job, or null.
+const json::Value* replica_spec(const framework::FrameworkDescriptor& d, const json::Value& job,
+                                std::string_view replica_type);
+// Replicas of a type (a missing count is 1, as the defaults make it).
+int32_t replicas_of(const framework::FrameworkDescriptor& d, const json::Value& job, std::string_view replica_type);
+
+struct BuiltPod {
+  json::Document pod;
+  bool template_restart_policy_overridden = false;  // warn SetPodTemplateRestartPolicy
+};
+// A pod for one slot: template metadata and spec, common labels, name, namespace, restart
+// policy, owner reference. Framework decoration comes after.
+Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::Value& job,
+                           std::string_view replica_type, int32_t index);
+
+// Exit code of the named container's terminated state (state, else lastState), if any.
+std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
+
+}  // namespace unitrain::controller
