@@ -52,6 +52,11 @@ struct FrameworkDescriptor {
   // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
   std::vector<kube::GroupVersionResource> owned_resources;
 
+  // Where the two reference operators behave differently, the module says which way it goes.
+  bool ttl_deletes_job = true;           // mpi-operator v2 hands the TTL to its launcher Job
+  bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
+  bool delete_services_with_pods = true; // training-operator deletes a same-named Service per pod
+
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }
 };

@@ -124,6 +124,29 @@ struct Capabilities {
   const DeprecationNotice* deprecation = nullptr;
 };
 
+// Conditions and events the core itself raises; their reasons and messages differ between the
+// reference operators, so the framework words them (the defaults are training-operator's).
+enum class CoreEvent {
+  Created,              // Created=True
+  Suspended,            // Suspended=True
+  SuspendedNotRunning,  // Running=False while suspended
+  Resumed,              // Suspended=False
+  BackoffLimitExceeded, // Failed=True
+  DeadlineExceeded,     // Failed=True
+  ReplicaRestarting,    // Restarting=True after a failed pod was deleted for re-creation
+  ReplicaFailed,        // Failed=True after a non-retryable exit code
+  ValidationFailed,     // Failed=True for an invalid spec (message: the aggregated field errors)
+};
+
+struct CoreWording {
+  std::string reason;
+  std::string message;
+};
+
+// training-operator's reasons and messages (training-operator-v1.md §3.5a).
+CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
+                                      std::string_view replica_type);
+
 // --- the plugin --------------------------------------------------------------------------------
 
 class FrameworkPlugin {
@@ -150,6 +173,12 @@ class FrameworkPlugin {
   virtual Result<std::vector<DesiredObject>> desired_objects(const json::Value& job, const Observed& observed) const = 0;
 
   virtual StatusProposal compute_status(const json::Value& job, const Observed& observed) const = 0;
+
+  // Owned resources (of descriptor.owned_resources) whose objects the core deletes when
+  // desired_objects() stops returning them. DesiredObject::prune_undesired cannot express this
+  // when no object of the kind is desired any more (the PyTorch HPA of a suspended job, or after
+  // its metrics were removed). Default: none.
+  virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
 };
 
 using PluginFactory = std::unique_ptr<FrameworkPlugin> (*)(const PluginConfig&);

@@ -1,0 +1,36 @@
+#include <fmt/format.h>
+
+#include "core/framework/plugin.h"
+
+namespace unitrain::framework {
+
+CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
+                                      std::string_view replica_type) {
+  const std::string_view name = json::get_string(job, "/metadata/name").value_or("");
+  switch (e) {
+    case CoreEvent::Created:
+      return {fmt::format("{}Created", kind), fmt::format("{} {} is created.", kind, name)};
+    case CoreEvent::Suspended:
+    case CoreEvent::SuspendedNotRunning:
+      return {fmt::format("{}Suspended", kind), fmt::format("{} {} is suspended.", kind, name)};
+    case CoreEvent::Resumed:
+      return {fmt::format("{}Resumed", kind), fmt::format("{} {} is resumed.", kind, name)};
+    case CoreEvent::BackoffLimitExceeded:
+      return {fmt::format("{}Failed", kind),
+              fmt::format("Job {} has failed because it has reached the specified backoff limit", name)};
+    case CoreEvent::DeadlineExceeded:
+      return {fmt::format("{}Failed", kind),
+              fmt::format("Job {} has failed because it was active longer than specified deadline", name)};
+    case CoreEvent::ReplicaRestarting:
+      return {fmt::format("{}Restarting", kind),
+              fmt::format("job {} is restarting because {} replica(s) failed.", name, replica_type)};
+    case CoreEvent::ReplicaFailed:
+      return {fmt::format("{}Failed", kind),
+              fmt::format("job \"{}\" is failing because \"{}\" replica(s) failed.", name, replica_type)};
+    case CoreEvent::ValidationFailed:
+      return {fmt::format("{}FailedValidation", kind), ""};
+  }
+  return {};
+}
+
+}  // namespace unitrain::framework
