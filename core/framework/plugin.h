@@ -73,8 +73,12 @@ struct DesiredObject {
 struct Observed {
   std::vector<const json::Value*> pods;
   std::vector<const json::Value*> services;
-  // Other owned kinds, keyed by "resource.group" (descriptor.owned_resources).
+  // Other owned kinds, keyed by "resource.group" (descriptor.owned_resources), and the pods
+  // those objects control under "pods/<resource.group>" (an MPI launcher Job's pods are
+  // owned["pods/jobs.batch"]).
   std::map<std::string, std::vector<const json::Value*>, std::less<>> owned;
+  // Keeps the cached objects the pointers above refer to alive for the whole pass.
+  std::vector<std::shared_ptr<const void>> keep_alive;
 };
 
 // What a framework proposes for status; the core applies the condition rules (terminal states
@@ -179,6 +183,11 @@ class FrameworkPlugin {
   // when no object of the kind is desired any more (the PyTorch HPA of a suspended job, or after
   // its metrics were removed). Default: none.
   virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
+
+  // Reasons and messages of the conditions and events the core raises (default: training-operator's).
+  virtual CoreWording wording(CoreEvent e, const json::Value& job, std::string_view replica_type) const {
+    return training_operator_wording(e, descriptor().kind, job, replica_type);
+  }
 };
 
 using PluginFactory = std::unique_ptr<FrameworkPlugin> (*)(const PluginConfig&);

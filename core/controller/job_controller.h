@@ -1,0 +1,111 @@
+// The job controller: one instance per enabled framework, running the core reconcile pipeline
+// (docs/framework-authors.md) with the framework's hooks. It reads only from its informer caches,
+// writes through the client, and guards every create/delete with expectations.
+//
+// Threading: informer threads enqueue keys; `workers` threads take keys from the work queue (a
+// key is never reconciled by two workers at once) and call reconcile().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/result.h"
+#include "core/controller/expectations.h"
+#include "core/framework/plugin.h"
+#include "core/gang/gang.h"
+#include "core/kube/client.h"
+#include "core/kube/clock.h"
+#include "core/kube/informer.h"
+#include "core/kube/workqueue.h"
+
+namespace unitrain::controller {
+
+// Where the controller reports Kubernetes events. The operator wires core/kube's EventRecorder;
+// tests record them.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void event(const json::Value& involved_object, std::string_view type, std::string_view reason,
+                     std::string message) = 0;
+};
+
+// training_operator_jobs_{created,deleted,successful,failed,restarted}_total, by namespace.
+struct JobCounters {
+  uint64_t created = 0, deleted = 0, successful = 0, failed = 0, restarted = 0;
+};
+
+struct JobControllerOptions {
+  std::vector<std::string> namespaces;  // empty: all
+  int workers = 1;
+  int max_parallel_writes = 8;         // pods/services of one job created concurrently
+  std::shared_ptr<const gang::Backend> gang;  // null: no gang scheduling
+};
+
+struct ReconcileResult {
+  std::optional<kube::ApiError> error;          // requeued with backoff
+  std::optional<kube::Clock::Duration> requeue_after;  // a deadline or TTL to act on
+};
+
+class JobController {
+ public:
+  JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
+                std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options);
+  JobController(const JobController&) = delete;
+  JobController& operator=(const JobController&) = delete;
+  ~JobController();
+
+  const framework::FrameworkDescriptor& descriptor() const { return plugin_->descriptor(); }
+
+  void start();  // informers, then workers
+  void stop();   // drains the queue, joins workers, stops informers
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  // One pass for "namespace/name" on the calling thread.
+  ReconcileResult reconcile(const std::string& key);
+
+  std::map<std::string, JobCounters> counters() const;  // by namespace
+  kube::WorkQueueMetrics queue_metrics() const { return queue_.metrics(); }
+  struct ReconcileStats {
+    uint64_t total = 0, errors = 0, requeue_after = 0;
+    kube::Histogram duration;
+  };
+  ReconcileStats reconcile_stats() const;
+
+ private:
+  struct Pass;
+  void enqueue_owner(const json::Value& obj);
+  void observe_child(const json::Value& obj, bool created);
+  void worker_loop();
+  framework::Observed observe(const std::string& ns, const std::string& uid) const;
+  const kube::Informer* informer_for(const kube::GroupVersionResource& gvr) const;
+  void count(const std::string& ns, uint64_t JobCounters::*field);
+
+  kube::Client& client_;
+  kube::Clock& clock_;
+  EventSink& events_;
+  std::unique_ptr<framework::FrameworkPlugin> plugin_;
+  JobControllerOptions options_;
+  Expectations expectations_;
+  kube::WorkQueue queue_;
+
+  std::unique_ptr<kube::Informer> jobs_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> services_;
+  std::unique_ptr<kube::Informer> pod_groups_;
+  std::map<std::string, std::unique_ptr<kube::Informer>> owned_;  // by "resource.group"
+
+  std::vector<std::thread> workers_;
+  std::atomic<bool> started_{false};
+  mutable std::mutex stats_mu_;
+  std::map<std::string, JobCounters> counters_;
+  ReconcileStats stats_;
+};
+
+}  // namespace unitrain::controller
