@@ -1,6 +1,7 @@
 #include "core/controller/job_controller.h"
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <set>
 
@@ -94,6 +95,11 @@ struct JobController::Pass {
   framework::Observed observed;
   api::TimePoint now;
   ReconcileResult result;
+  std::set<std::string> deleted_services;
+  std::optional<json::Document> latest;  // the job as our own last write returned it
+  // Events and counters of condition transitions: announced once the status carrying them is
+  // written, so a pass that loses a write conflict does not announce them twice.
+  std::vector<std::function<void()>> on_status_written;
 
   const json::Value& raw() const { return cached->root(); }
 
@@ -101,6 +107,14 @@ struct JobController::Pass {
 
   void event(std::string_view type, const std::string& reason, std::string message) {
     c.events_.event(raw(), type, reason, std::move(message));
+  }
+  void event_when_written(std::string type, std::string reason, std::string message) {
+    on_status_written.push_back([this, type = std::move(type), reason = std::move(reason), message = std::move(message)]() mutable {
+      event(type, reason, std::move(message));
+    });
+  }
+  void count_when_written(uint64_t JobCounters::*field) {
+    on_status_written.push_back([this, field] { c.count(ns, field); });
   }
 
   void condition(std::string_view type, const framework::CoreWording& w, std::string_view status_value = "True") {
@@ -111,13 +125,15 @@ struct JobController::Pass {
 
   std::optional<ApiError> write_status(bool force = false) {
     if (!force && status == old_status) return std::nullopt;
-    json::Document obj = *cached;
+    json::Document obj = latest ? *latest : *cached;
     auto& a = obj.alloc();
     obj.root().RemoveMember("status");
     obj.root().AddMember("status", status.to_json(a), a);
     auto r = c.client_.update_status(d.resource(), ns, obj.root());
     if (!r) return r.error();
     old_status = status;
+    for (auto& announce : on_status_written) announce();
+    on_status_written.clear();
     return std::nullopt;
   }
 
@@ -127,10 +143,12 @@ struct JobController::Pass {
     kube::DeleteOptions opts;
     opts.propagation_policy = "Background";
     auto r = c.client_.remove(gvr, ns, object_name, opts);
-    if (!r && !r.error().is(ApiError::Reason::NotFound)) {
+    if (!r) {
+      // Gone already (NotFound) or not deleted: either way no watch event will lower it.
       if (!expectation_key.empty()) c.expectations_.deletion_observed(expectation_key);
-      return r.error();
+      if (!r.error().is(ApiError::Reason::NotFound)) return r.error();
     }
+    if (gvr == kServices) deleted_services.insert(std::string(object_name));
     return std::nullopt;
   }
 
@@ -156,7 +174,7 @@ struct JobController::Pass {
       }
       event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", pod_name));
       if (d.delete_services_with_pods) {
-        const bool has_service = std::any_of(observed.services.begin(), observed.services.end(),
+        const bool has_service = !deleted_services.count(pod_name) && std::any_of(observed.services.begin(), observed.services.end(),
                                              [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
         if (has_service) {
           if (auto e = delete_object(kServices, pod_name, Expectations::services_key(ns, name, rt_of(*pod)))) {
@@ -285,6 +303,7 @@ struct JobController::Pass {
       for (const auto* obj : *have) {
         const std::string obj_name(api::name_of(*obj));
         if (wanted[gr].count(obj_name) || terminating(*obj)) continue;
+        if (gvr == kServices && deleted_services.count(obj_name)) continue;
         const std::string exp_key = gvr == kServices ? Expectations::services_key(ns, name, rt_of(*obj)) : "";
         if (auto e = delete_object(gvr, obj_name, exp_key)) return e;
         if (gvr == kServices) event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", obj_name));
@@ -416,6 +435,7 @@ struct JobController::Pass {
                                             restarts_of(raw()) + new_restarts);
       auto r = c.client_.patch(d.resource(), ns, name, kube::PatchType::Merge, patch);
       if (!r) return r.error();
+      latest = std::move(*r);  // the status write below must not conflict with our own patch
     }
 
     for (const auto* pod : surplus) {
@@ -481,9 +501,9 @@ struct JobController::Pass {
     if (auto e = delete_pods(false)) return e;
     if (auto e = delete_pod_group()) return e;
     auto w = words(*why);
-    event("Normal", w.reason, w.message);
+    event_when_written("Normal", w.reason, w.message);
     condition(api::condition_type::kFailed, w);
-    c.count(ns, &JobCounters::failed);
+    count_when_written(&JobCounters::failed);
     return write_status(true);
   }
 
@@ -504,9 +524,9 @@ struct JobController::Pass {
       }
       if (!status.completion_time) status.completion_time = now;
     }
-    if (!was_succeeded && status.is_succeeded()) c.count(ns, &JobCounters::successful);
-    if (!was_failed && status.is_failed()) c.count(ns, &JobCounters::failed);
-    if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) c.count(ns, &JobCounters::restarted);
+    if (!was_succeeded && status.is_succeeded()) count_when_written(&JobCounters::successful);
+    if (!was_failed && status.is_failed()) count_when_written(&JobCounters::failed);
+    if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
   }
 
   ReconcileResult run() {
@@ -534,18 +554,18 @@ struct JobController::Pass {
     if (!status.has_condition(api::condition_type::kCreated) && status.conditions.empty()) {
       auto w = words(CoreEvent::Created);
       condition(api::condition_type::kCreated, w);
-      event("Normal", w.reason, w.message);
-      c.count(ns, &JobCounters::created);
+      event_when_written("Normal", w.reason, w.message);
+      count_when_written(&JobCounters::created);
     }
 
     auto validation = plugin.validate(nullptr, job.root());
     if (!validation.ok()) {
       auto w = words(CoreEvent::ValidationFailed);
       w.message = api::invalid_message(d.group, d.kind, name, validation.errors);
-      event("Warning", w.reason, w.message);
       if (!status.is_failed()) {
         condition(api::condition_type::kFailed, w);
-        c.count(ns, &JobCounters::failed);
+        event_when_written("Warning", w.reason, w.message);
+        count_when_written(&JobCounters::failed);
       }
       if (auto e = write_status()) return fail_with(*e);
       return result;
@@ -771,7 +791,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
   if (!cached) {
     expectations_.forget_prefix(key + "/");
   } else {
-    Pass pass{*this, descriptor(), *plugin_, cached, *cached, {}, {}, {}, key, {}, {}, {}, clock_.now(), {}};
+    Pass pass{*this, descriptor(), *plugin_, cached, *cached, {}, {}, {}, key, {}, {}, {}, clock_.now(), {}, {}, {}, {}};
     pass.ns = std::string(api::namespace_of(cached->root()));
     pass.name = std::string(api::name_of(cached->root()));
     pass.uid = std::string(api::uid_of(cached->root()));
