@@ -83,7 +83,9 @@ struct WatchEvent {
 
 // One open watch. Events are queued by the store; `notify` (set by the consumer) is called from
 // the writer's thread when the queue becomes non-empty or the watch is closed, so an Asio-based
-// consumer can post to its own executor instead of blocking a thread.
+// consumer can post to its own executor instead of blocking a thread. It is called without the
+// store's lock held; once stop() (or the destructor) returns it is not running and is not called
+// again.
 class Watcher {
  public:
   virtual ~Watcher() = default;
@@ -92,6 +94,11 @@ class Watcher {
   virtual std::vector<WatchEvent> drain(bool& closed) = 0;
   virtual void set_notify(std::function<void()> notify) = 0;
   virtual void stop() = 0;  // idempotent
+  // Queues a BOOKMARK carrying the store's current resourceVersion when the watch was opened
+  // with allow_bookmarks (otherwise nothing). Every event up to that resourceVersion has been
+  // queued before it, so a client may resume from it. The HTTP layer calls this periodically
+  // (kube-apiserver sends one about every minute) and before closing on timeoutSeconds.
+  virtual void request_bookmark() {}
 };
 
 class Store {
@@ -123,6 +130,15 @@ class Store {
                                                      const ListRequest& selector, const DeleteRequest& req) = 0;
   virtual StoreResult<std::unique_ptr<Watcher>> watch(const ResourceInfo& r, std::string_view ns,
                                                       const WatchRequest& req) = 0;
+
+  // The additionalPrinterColumns array of a custom resource version (for table output), or a
+  // null document for built-in resources and versions without columns.
+  virtual json::Document printer_columns(const ResourceInfo& r) const {
+    (void)r;
+    return json::Document();
+  }
+  // The newest resourceVersion handed out (decimal string).
+  virtual std::string resource_version() const { return "0"; }
 };
 
 struct StoreOptions {
@@ -132,6 +148,11 @@ struct StoreOptions {
   // Events kept per resource for watches that resume from an older resourceVersion; older ones
   // get 410 Gone.
   size_t watch_window = 10000;
+  // Events a single watcher may have queued and not drained; past it the store ends that watch
+  // (the client re-watches from its last resourceVersion, as with kube-apiserver).
+  size_t watcher_queue_limit = 100000;
+  // The log is compacted into a snapshot once it grows past this size.
+  uint64_t compact_log_bytes = 64ull << 20;
 };
 
 // The in-memory (optionally persisted) store with the built-in resources and CRD serving.

@@ -380,33 +380,27 @@ struct JobController::Pass {
   std::optional<ApiError> reconcile_pods(bool& restarted) {
     restarted = false;
     const auto slots = plugin.pod_slots(job.root());
-    std::map<std::pair<std::string, int32_t>, const json::Value*> by_slot;
+    // Slot pods are recognised by name: the index label is not the slot index everywhere (MPI
+    // v2 shifts it by one when the launcher also works).
+    std::map<std::string, const json::Value*> by_name;
     std::vector<const json::Value*> surplus;
-    std::set<std::pair<std::string, int32_t>> wanted;
-    for (const auto& s : slots) wanted.emplace(lower(s.replica_type), s.index);
+    std::set<std::string> wanted;
+    for (const auto& s : slots) wanted.insert(replica_name(name, s.replica_type, s.index));
     for (const auto* pod : observed.pods) {
-      auto idx = json::get_string(*pod, "/metadata/labels/" + json::escape_pointer_token(kReplicaIndexLabel));
-      if (!idx) continue;
-      int32_t i = -1;
-      try {
-        i = std::stoi(std::string(*idx));
-      } catch (...) {
-        continue;
-      }
-      auto slot = std::make_pair(rt_of(*pod), i);
-      if (!wanted.count(slot)) {
+      std::string pod_name(api::name_of(*pod));
+      if (!wanted.count(pod_name)) {
         if (!terminating(*pod)) surplus.push_back(pod);
         continue;
       }
-      by_slot[slot] = pod;
+      by_name[std::move(pod_name)] = pod;
     }
 
     std::vector<framework::PodSlot> missing;
     int64_t new_restarts = 0;
     for (const auto& s : slots) {
       const std::string rt = lower(s.replica_type);
-      auto it = by_slot.find({rt, s.index});
-      if (it == by_slot.end()) {
+      auto it = by_name.find(replica_name(name, s.replica_type, s.index));
+      if (it == by_name.end()) {
         missing.push_back(s);
         continue;
       }
@@ -443,6 +437,13 @@ struct JobController::Pass {
       event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", api::name_of(*pod)));
     }
 
+    // A restart that reached the backoff limit fails the job now instead of creating one more pod.
+    if (restarted) {
+      bool failed_now = false;
+      if (auto e = check_limits(failed_now)) return e;
+      if (failed_now) return std::nullopt;
+    }
+
     return bounded_parallel(missing, c.options_.max_parallel_writes, [&](const framework::PodSlot& s) -> std::optional<ApiError> {
       auto built = build_pod(d, job.root(), s.replica_type, s.index);
       if (!built) return internal_error(built.error().message);
@@ -473,10 +474,10 @@ struct JobController::Pass {
   std::optional<ApiError> check_limits(bool& failed_now) {
     failed_now = false;
     auto rp = run_policy();
-    if (!rp) return std::nullopt;
+    if (!rp || !d.enforces_run_limits) return std::nullopt;
     std::optional<CoreEvent> why;
     if (rp->backoff_limit) {
-      int64_t restarts = restarts_of(raw());
+      int64_t restarts = restarts_of(latest ? latest->root() : raw());
       for (const auto* pod : observed.pods) {
         if (phase_of(*pod) != "Running") continue;
         std::string rt = rt_of(*pod);

@@ -56,6 +56,7 @@ struct FrameworkDescriptor {
   bool ttl_deletes_job = true;           // mpi-operator v2 hands the TTL to its launcher Job
   bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
   bool delete_services_with_pods = true; // training-operator deletes a same-named Service per pod
+  bool enforces_run_limits = true;       // mpi-operator v2 hands backoffLimit and the deadline to its launcher Job
 
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }

@@ -2,7 +2,9 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <rapidjson/encodedstream.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -25,13 +27,167 @@ Document Document::array() {
   return d;
 }
 
+namespace {
+
+// Forwards SAX events to a Document while counting nesting, so a hostile input cannot make the
+// recursive helpers (copy, dump, equal, canonical, patches) overflow the stack later.
+struct DepthLimitedHandler {
+  rapidjson::Document& doc;
+  int depth = 0;
+  bool too_deep = false;
+
+  bool Null() { return doc.Null(); }
+  bool Bool(bool b) { return doc.Bool(b); }
+  bool Int(int i) { return doc.Int(i); }
+  bool Uint(unsigned i) { return doc.Uint(i); }
+  bool Int64(int64_t i) { return doc.Int64(i); }
+  bool Uint64(uint64_t i) { return doc.Uint64(i); }
+  bool Double(double d) { return doc.Double(d); }
+  bool number_out_of_range = false;
+
+  // Numbers arrive as text (kParseNumbersAsStringsFlag): RapidJSON 1.1's own string-to-double
+  // code is not correctly rounded for long mantissas (so dump() would not re-read to the same
+  // value) and has undefined behaviour on huge exponents. std::from_chars is exact.
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    const char* end = s + n;
+    if (std::string_view(s, n).find_first_of(".eE") == std::string_view::npos) {
+      int64_t i = 0;
+      if (auto [p, ec] = std::from_chars(s, end, i); ec == std::errc() && p == end) return doc.Int64(i);
+      uint64_t u = 0;
+      if (auto [p, ec] = std::from_chars(s, end, u); ec == std::errc() && p == end) return doc.Uint64(u);
+    }
+    double d = 0;
+    auto [p, ec] = std::from_chars(s, end, d);
+    if (ec == std::errc() && p == end) return doc.Double(d);
+    if (ec == std::errc::result_out_of_range && underflows(std::string_view(s, n)))
+      return doc.Double(s[0] == '-' ? -0.0 : 0.0);
+    number_out_of_range = true;
+    return false;
+  }
+  // Whether an out-of-range number is tiny (its first significant digit sits far right of the
+  // decimal point) rather than huge.
+  static bool underflows(std::string_view num) {
+    const size_t e = num.find_first_of("eE");
+    const std::string_view mantissa = num.substr(0, e);
+    const size_t first = mantissa.find_first_of("123456789");
+    if (first == std::string_view::npos) return true;  // zero, whatever the exponent
+    int64_t exponent = 0;
+    if (e != std::string_view::npos) {
+      std::string_view digits = num.substr(e + 1);
+      if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), exponent);
+      if (ec == std::errc::result_out_of_range) return digits[0] == '-';
+    }
+    const size_t dot = std::min(mantissa.find('.'), mantissa.size());
+    // Power of ten of the first significant digit.
+    const int64_t power = first < dot ? static_cast<int64_t>(dot - first) - 1 : -static_cast<int64_t>(first - dot);
+    return power + exponent < 0;
+  }
+
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc.String(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc.Key(s, n, copy); }
+  bool enter() {
+    if (++depth > kMaxDepth) {
+      too_deep = true;
+      return false;
+    }
+    return true;
+  }
+  bool StartObject() { return enter() && doc.StartObject(); }
+  bool EndObject(rapidjson::SizeType n) { --depth; return doc.EndObject(n); }
+  bool StartArray() { return enter() && doc.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) { --depth; return doc.EndArray(n); }
+};
+
+struct TextGenerator {
+  std::string_view text;
+  rapidjson::ParseResult result;
+  bool too_deep = false;
+  bool number_out_of_range = false;
+
+  bool operator()(rapidjson::Document& doc) {
+    rapidjson::MemoryStream ms(text.data(), text.size());
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+    DepthLimitedHandler handler{doc};
+    rapidjson::Reader reader;
+    // Iterative: the parser itself uses no stack per nesting level. Without
+    // kParseStopWhenDoneFlag, trailing garbage after the value is an error.
+    result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag>(is, handler);
+    too_deep = handler.too_deep;
+    number_out_of_range = handler.number_out_of_range;
+    // The stream reports a NUL byte as its end, so "{}\0junk" would pass without this check.
+    if (!result.IsError() && is.Tell() < text.size())
+      result.Set(rapidjson::kParseErrorDocumentRootNotSingular, is.Tell());
+    return !result.IsError();
+  }
+};
+
+std::string_view name_of(const Value::Member& m) { return {m.name.GetString(), m.name.GetStringLength()}; }
+
+// Finds an object with a repeated member name. Lookups would see only the first of them while Go
+// decoders (the API server) keep the last, so such input is rejected rather than guessed at.
+bool find_duplicate_key(const Value& v, std::string& key, std::vector<std::string>& reversed_path) {
+  if (v.IsObject()) {
+    const auto n = v.MemberCount();
+    if (n > 1 && n <= 8) {
+      for (auto a = v.MemberBegin(); a != v.MemberEnd(); ++a)
+        for (auto b = a + 1; b != v.MemberEnd(); ++b)
+          if (name_of(*a) == name_of(*b)) {
+            key = name_of(*a);
+            return true;
+          }
+    } else if (n > 8) {
+      std::vector<std::string_view> names;
+      names.reserve(n);
+      for (const auto& m : v.GetObject()) names.push_back(name_of(m));
+      std::sort(names.begin(), names.end());
+      auto dup = std::adjacent_find(names.begin(), names.end());
+      if (dup != names.end()) {
+        key = *dup;
+        return true;
+      }
+    }
+    for (const auto& m : v.GetObject()) {
+      if (find_duplicate_key(m.value, key, reversed_path)) {
+        reversed_path.push_back(escape_pointer_token(name_of(m)));
+        return true;
+      }
+    }
+  } else if (v.IsArray()) {
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+      if (find_duplicate_key(v[i], key, reversed_path)) {
+        reversed_path.push_back(std::to_string(i));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Document> Document::parse(std::string_view text) {
   Document d;
-  // kParseStopWhenDoneFlag is not set: trailing garbage after the value is an error.
-  d.doc_->Parse<rapidjson::kParseFullPrecisionFlag>(text.data(), text.size());
-  if (d.doc_->HasParseError()) {
-    return fail(fmt::format("invalid JSON at offset {}: {}", d.doc_->GetErrorOffset(),
-                            rapidjson::GetParseError_En(d.doc_->GetParseError())));
+  TextGenerator gen{text, {}, false, false};
+  d.doc_->Populate(gen);
+  if (gen.too_deep) {
+    return fail(fmt::format("invalid JSON at offset {}: nesting deeper than {} levels",
+                            gen.result.Offset(), kMaxDepth));
+  }
+  if (gen.number_out_of_range) {
+    return fail(fmt::format("invalid JSON at offset {}: {}", gen.result.Offset(),
+                            rapidjson::GetParseError_En(rapidjson::kParseErrorNumberTooBig)));
+  }
+  if (gen.result.IsError()) {
+    return fail(fmt::format("invalid JSON at offset {}: {}", gen.result.Offset(),
+                            rapidjson::GetParseError_En(gen.result.Code())));
+  }
+  std::string key;
+  std::vector<std::string> reversed_path;
+  if (find_duplicate_key(*d.doc_, key, reversed_path)) {
+    std::string path;
+    for (auto it = reversed_path.rbegin(); it != reversed_path.rend(); ++it) path += "/" + *it;
+    return fail(fmt::format("invalid JSON: duplicate key \"{}\" in {}", key, path.empty() ? "/" : path));
   }
   return d;
 }
@@ -162,9 +318,6 @@ std::string escape_pointer_token(std::string_view key) {
   return out;
 }
 
-namespace {
-
-// Splits "/a/b~1c" into {"a", "b/c"}. The empty pointer "" names the root.
 std::optional<std::vector<std::string>> split_pointer(std::string_view pointer) {
   std::vector<std::string> tokens;
   if (pointer.empty()) return tokens;
@@ -189,6 +342,8 @@ std::optional<std::vector<std::string>> split_pointer(std::string_view pointer) 
   }
   return tokens;
 }
+
+namespace {
 
 std::optional<rapidjson::SizeType> parse_index(std::string_view token) {
   if (token.empty() || (token.size() > 1 && token[0] == '0')) return std::nullopt;

@@ -21,6 +21,10 @@
 namespace unitrain::json {
 
 using Value = rapidjson::Value;
+
+// Deepest nesting of arrays/objects accepted from JSON or YAML text. The helpers below recurse
+// per level, so input is bounded here instead of trusting every caller's stack.
+inline constexpr int kMaxDepth = 1000;
 using Allocator = rapidjson::Document::AllocatorType;
 
 class Document {
@@ -30,6 +34,8 @@ class Document {
   static Document array();
   // Parses one JSON text. Errors name the byte offset and the reason:
   // "invalid JSON at offset 17: Missing a comma or '}' after an object member."
+  // Nesting deeper than kMaxDepth is rejected ("nesting deeper than 1000 levels"), and so is an
+  // object with a repeated member name ("invalid JSON: duplicate key \"a\" in /spec").
   static Result<Document> parse(std::string_view text);
   // Deep copy of any value into a new document.
   static Document copy_of(const Value& v);
@@ -87,6 +93,10 @@ Status set_bool(Document& doc, std::string_view pointer, bool b);
 // Removes the member or array element; false if it was not there.
 bool remove(Document& doc, std::string_view pointer);
 
+// Splits "/a/b~1c" into {"a", "b/c"}; "" (the root) gives no tokens; nullopt when the pointer
+// does not start with '/'.
+std::optional<std::vector<std::string>> split_pointer(std::string_view pointer);
+
 // Escapes one key for use in a pointer ("~" -> "~0", "/" -> "~1").
 std::string escape_pointer_token(std::string_view key);
 
@@ -103,7 +113,10 @@ Status apply_json_patch(Document& target, const Value& operations);
 // merged element-wise by that key, and the directives `$patch: replace|delete|merge`,
 // `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` are honoured.
 // `merge_key_for` receives the JSON Pointer of the list with array indices replaced by "*"
-// (e.g. "/spec/containers/*/env") and returns its merge key or nullopt (plain replace).
+// (e.g. "/spec/containers/*/env") and returns its merge key, nullopt (plain replace), or "" for
+// a primitive list whose strategy is merge (a set union, like metadata.finalizers). A null in the
+// patch deletes; nested maps with `$patch: delete` are removed. Atomic like apply_json_patch.
+// `merge_key_for` may be nullptr (no list has a merge key).
 using MergeKeyLookup = std::optional<std::string> (*)(std::string_view list_path);
 Status apply_strategic_merge_patch(Document& target, const Value& patch, MergeKeyLookup merge_key_for);
 // The merge keys of the core/v1 and batch/v1 types Unitrain deals with (containers by name, env
@@ -114,9 +127,13 @@ std::optional<std::string> kubernetes_merge_key(std::string_view list_path);
 // ---- YAML -----------------------------------------------------------------------------------
 // Multi-document YAML -> JSON documents, skipping empty documents. Scalars become strings,
 // numbers, booleans or null by YAML 1.2 core-schema rules ("yes" stays a string; quoted scalars
-// are always strings). Errors name the line and column.
+// are always strings; 0x/0o integers; integers beyond 64 bits become doubles as in Kubernetes'
+// decoder; .inf/.nan are errors since JSON cannot hold them). Anchors, aliases and "<<" merge
+// keys are resolved; duplicate keys are errors. Errors name the line and column:
+// "yaml: line 2, column 3: illegal map value".
 Result<std::vector<Document>> parse_yaml(std::string_view text);
-// JSON -> block-style YAML (for `-o yaml`-like output and tests).
+// JSON -> block-style YAML (for `-o yaml`-like output and tests). Strings are quoted whenever a
+// YAML 1.2 or 1.1 reader could take them for something else, so parse_yaml(to_yaml(v)) == v.
 std::string to_yaml(const Value& v);
 
 }  // namespace unitrain::json

@@ -92,7 +92,7 @@ class EchoPlugin final : public fw::FrameworkPlugin {
     if (w.succeeded == n) {
       p.conditions.push_back({"Succeeded", "True", "EchoJobSucceeded", fmt::format("EchoJob {} is successfully completed.", name)});
       p.set_completion_time = true;
-    } else if (w.failed > 0) {
+    } else if (w.failed > 0 && json::get_string(job, "/spec/echoReplicaSpecs/Worker/restartPolicy") == "Never") {
       p.conditions.push_back({"Failed", "True", "EchoJobFailed", fmt::format("EchoJob {} is failed because {} Worker replica(s) failed.", name, w.failed)});
       p.set_completion_time = true;
     } else if (w.active > 0) {
@@ -285,15 +285,24 @@ TEST_CASE("controller: backoffLimit counts pods re-created for restart, not only
   f.client.seed(kJobs, job.root());
   f.start();
   for (int attempt = 1; attempt <= 2; ++attempt) {
+    INFO("attempt " << attempt);
     REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == static_cast<size_t>(attempt); }));
     auto pod = get(f.client, kPods, "retry-worker-0");
     REQUIRE(json::set_string(pod, "/status/phase", "Failed"));
     auto statuses = Document::parse(R"([{"name":"echo","restartCount":0,"state":{"terminated":{"exitCode":137}}}])").value();
     REQUIRE(json::set(pod, "/status/containerStatuses", json::clone(statuses.root(), pod.alloc())));
     REQUIRE(f.client.update_status(kPods, "ns", pod.root()));
-    REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Delete, "pods") == static_cast<size_t>(attempt); }));
+    const bool deleted = eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Delete, "pods") == static_cast<size_t>(attempt); });
+    if (!deleted) {
+      for (const auto& e : f.events.events()) UNSCOPED_INFO(e);
+      for (const auto& w : f.client.writes()) UNSCOPED_INFO(static_cast<int>(w.verb) << " " << w.resource << " " << w.name);
+      auto st = f.controller->reconcile_stats();
+      UNSCOPED_INFO("reconciles " << st.total << " errors " << st.errors);
+    }
+    REQUIRE(deleted);
   }
   REQUIRE(eventually([&] { return last_condition(f.client, "retry") == "Failed=True"; }));
+  CHECK(count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 2);  // no third attempt
   auto obj = get(f.client, kJobs, "retry");
   const json::Value& conds = *json::find(obj.root(), "/status/conditions");
   CHECK(json::get_string(conds[conds.Size() - 1], "/message") ==

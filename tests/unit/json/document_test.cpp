@@ -55,3 +55,19 @@ TEST_CASE("copies are deep and moved-from documents stay usable") {
   CHECK(a.root().IsNull());
   CHECK(json::get_int(c.root(), "/a/b") == 1);
 }
+
+TEST_CASE("parse rejects duplicate keys, naming the key and the object") {
+  auto root = Document::parse(R"({"a":1,"b":2,"a":3})");
+  REQUIRE_FALSE(root);
+  CHECK(root.error().message == R"(invalid JSON: duplicate key "a" in /)");
+  auto nested = Document::parse(R"({"spec":{"containers":[{"name":"x"},{"name":"y","env":[{"name":"A","name":"B"}]}]}})");
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().message == R"(invalid JSON: duplicate key "name" in /spec/containers/1/env/0)");
+  std::string wide = "{";
+  for (int i = 0; i < 100; ++i) wide += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  wide += R"("k~/7":0,"k~/7":1})";
+  auto large = Document::parse(wide);
+  REQUIRE_FALSE(large);
+  CHECK(large.error().message == R"(invalid JSON: duplicate key "k~/7" in /)");
+  CHECK(Document::parse(R"({"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]})"));
+}

@@ -1,0 +1,16 @@
+#include "cmd/training-operator/frameworks.h"
+
+#include "frameworks/mpi/v2/register.h"
+#include "frameworks/pytorch/register.h"
+
+namespace unitrain::operator_cmd {
+
+Status register_frameworks(framework::Registry& registry) {
+  // Registration order is the order --help lists them and controllers start.
+  for (auto reg : {&frameworks::pytorch::register_pytorch, &frameworks::mpi::v2::register_mpi_v2}) {
+    if (auto s = reg(registry); !s) return s;
+  }
+  return {};
+}
+
+}  // namespace unitrain::operator_cmd

@@ -1,0 +1,498 @@
+// build/bin/training-operator: one controller per enabled framework, with Kubeflow-compatible
+// flags, leader election, /healthz, /readyz and /metrics, and an optional embedded local cluster.
+// Logs go to stderr; with --embedded-cluster, stdout carries one line "kubeconfig <path>".
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cmd/training-operator/counting_client.h"
+#include "cmd/training-operator/frameworks.h"
+#include "cmd/training-operator/http_server.h"
+#include "cmd/training-operator/operator_metrics.h"
+#include "core/controller/job_controller.h"
+#include "core/framework/registry.h"
+#include "core/gang/gang.h"
+#include "core/kube/clock.h"
+#include "core/kube/config.h"
+#include "core/kube/event_recorder.h"
+#include "core/kube/leader_election.h"
+#include "core/kube/rest_client.h"
+#include "localcluster/controllers/controllers.h"
+#include "localcluster/local_cluster.h"
+
+namespace fs = std::filesystem;
+using namespace unitrain;
+using operator_cmd::CountingClient;
+using operator_cmd::HttpReply;
+using operator_cmd::HttpServer;
+using operator_cmd::OperatorMetrics;
+using operator_cmd::parse_bind_address;
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+struct Flags {
+  std::vector<std::string> enable_scheme;
+  std::string gang_scheduler_name;
+  std::vector<std::string> namespaces;
+  int controller_threads = 1;
+  bool leader_elect = false;
+  std::string leader_election_id = "1ca428e5.training-operator.kubeflow.org";
+  std::string leader_election_namespace;
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+  std::string kubeconfig;
+  double kube_api_qps = 20;
+  int kube_api_burst = 30;
+  std::string zap_log_level = "info";
+  std::string log_format = "text";
+  std::string mpi_default_version = "v2beta1";
+  std::string embedded_cluster;  // ADDR; set when the flag is given
+  bool embedded = false;
+  std::string crd_dir;
+  std::string kubeconfig_out;
+  std::map<std::string, std::string> framework_options;
+};
+
+// EventSink over core/kube's recorder: the controller stays independent of how events are written.
+class RecorderSink final : public controller::EventSink {
+ public:
+  explicit RecorderSink(kube::EventRecorder& recorder) : recorder_(recorder) {}
+  void event(const json::Value& involved_object, std::string_view type, std::string_view reason,
+             std::string message) override {
+    recorder_.event(involved_object, type, reason, message);
+  }
+
+ private:
+  kube::EventRecorder& recorder_;
+};
+
+// zap accepts level names and positive integers (verbosity: debug and beyond).
+std::string check_zap_level(const std::string& v) {
+  static const std::vector<std::string> names{"debug", "info", "warn", "error", "dpanic", "panic", "fatal"};
+  if (std::find(names.begin(), names.end(), v) != names.end()) return {};
+  if (!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) && std::stoi(v.substr(0, 4)) > 0) return {};
+  return "must be one of debug, info, warn, error, dpanic, panic, fatal or a positive integer, not \"" + v + "\"";
+}
+
+spdlog::level::level_enum spd_level(const std::string& zap) {
+  if (zap == "debug") return spdlog::level::debug;
+  if (zap == "info") return spdlog::level::info;
+  if (zap == "warn") return spdlog::level::warn;
+  if (zap == "error") return spdlog::level::err;
+  if (zap == "dpanic" || zap == "panic" || zap == "fatal") return spdlog::level::critical;
+  return std::stoi(zap.substr(0, 4)) >= 2 ? spdlog::level::trace : spdlog::level::debug;
+}
+
+std::string executable_dir() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+// --crd-dir, else the source tree next to the build directory (build/bin/../../manifests/crds).
+std::string find_crd_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  for (auto candidate : {fs::path(executable_dir()) / ".." / ".." / "manifests" / "crds",
+                         fs::path(UNITRAIN_SOURCE_DIR) / "manifests" / "crds"}) {
+    std::error_code ec;
+    if (fs::is_directory(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
+  }
+  return {};
+}
+
+Status install_crds(kube::Client& client, const std::string& dir,
+                    const std::vector<const framework::Registration*>& enabled) {
+  const kube::GroupVersionResource crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+  std::set<std::string> done;
+  for (const auto* reg : enabled) {
+    const auto& d = reg->descriptor;
+    auto path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
+    if (!done.insert(path.string()).second) continue;
+    std::ifstream in(path);
+    if (!in) return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto docs = json::parse_yaml(text.str());
+    if (!docs) return fail(fmt::format("{}: {}", path.string(), docs.error().message));
+    for (const auto& doc : *docs) {
+      auto created = client.create(crds, "", doc.root());
+      if (!created && !created.error().is(kube::ApiError::Reason::AlreadyExists))
+        return fail(fmt::format("installing {}: {}", path.string(), created.error().to_string()));
+    }
+    // The CRD serves once established; the controllers' first list must not race it.
+    for (int i = 0;; ++i) {
+      kube::ListOptions one;
+      one.limit = 1;
+      if (client.list(d.resource(), "", one)) break;
+      if (i == 100) return fail(fmt::format("{} is not served 10 s after installing {}", d.plural, path.string()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    spdlog::info("installed CRD {} from {}", d.plural, path.string());
+  }
+  return {};
+}
+
+std::string make_identity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return fmt::format("{}_{:08x}{:08x}", host, rd(), rd());
+}
+
+void setup_logging(const Flags& f) {
+  auto logger = spdlog::stderr_color_mt("training-operator");
+  if (f.log_format == "json") {
+    // Messages carry no raw quotes from our own format strings; values are logged via {} args.
+    logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%v"})",
+                        spdlog::pattern_time_type::utc);
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %n %v", spdlog::pattern_time_type::utc);
+  }
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spd_level(f.zap_log_level));
+}
+
+int run(Flags& f, const framework::Registry& registry, const std::vector<std::string>& enabled_names) {
+  setup_logging(f);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::vector<const framework::Registration*> enabled;
+  for (const auto& n : enabled_names) enabled.push_back(registry.find(n));
+  spdlog::info("enabled frameworks: {}", fmt::join(enabled_names, ", "));
+
+  // --- the cluster: embedded or the configured one
+  std::unique_ptr<localcluster::LocalCluster> cluster;
+  std::unique_ptr<localcluster::controllers::Controllers> cluster_controllers;
+  kube::RestConfig rest;
+  if (f.embedded) {
+    localcluster::LocalClusterOptions lo;
+    lo.listen = f.embedded_cluster.empty() ? "127.0.0.1:0" : f.embedded_cluster;
+    std::string out = f.kubeconfig_out;
+    if (out.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      out = fmt::format("{}/unitrain-operator-{}/kubeconfig", tmp && *tmp ? tmp : "/tmp", getpid());
+    }
+    std::error_code ec;
+    fs::create_directories(fs::path(out).parent_path(), ec);
+    lo.kubeconfig_out = out;
+    cluster = std::make_unique<localcluster::LocalCluster>(lo);
+    if (auto s = cluster->start(); !s) {
+      spdlog::error("--embedded-cluster: {}", s.error().message);
+      return 1;
+    }
+    cluster_controllers = std::make_unique<localcluster::controllers::Controllers>(
+        cluster->store(), localcluster::controllers::ControllersOptions{});
+    spdlog::info("embedded cluster serving at {}", cluster->url());
+    auto cfg = kube::load_kubeconfig(kube::KubeconfigOptions{{cluster->kubeconfig_path()}, ""});
+    if (!cfg) {
+      spdlog::error("{}", cfg.error().message);
+      return 1;
+    }
+    rest = *cfg;
+  } else {
+    auto cfg = kube::load_default_config(f.kubeconfig, "");
+    if (!cfg) {
+      spdlog::error("--kubeconfig: {}", cfg.error().message);
+      return 1;
+    }
+    rest = *cfg;
+  }
+  rest.qps = f.kube_api_qps;
+  rest.burst = f.kube_api_burst;
+  auto rest_client = kube::RestClient::create(rest);
+  if (!rest_client) {
+    spdlog::error("API client for {}: {}", rest.server_url(), rest_client.error().message);
+    return 1;
+  }
+  CountingClient client(**rest_client);
+  kube::RealClock clock;
+
+  if (cluster) {
+    auto dir = find_crd_dir(f.crd_dir);
+    if (dir.empty()) {
+      spdlog::error("--crd-dir: no manifests/crds directory found next to {}; pass --crd-dir", executable_dir());
+      return 1;
+    }
+    if (auto s = install_crds(client, dir, enabled); !s) {
+      spdlog::error("{}", s.error().message);
+      return 1;
+    }
+    std::cout << "kubeconfig " << cluster->kubeconfig_path() << std::endl;
+  }
+
+  // --- controllers (started when leading, or at once without election)
+  std::shared_ptr<const gang::Backend> gang = gang::make_backend(f.gang_scheduler_name);
+  const std::string identity = make_identity();
+  std::vector<std::unique_ptr<kube::EventRecorder>> recorders;
+  std::vector<std::unique_ptr<RecorderSink>> sinks;
+  std::vector<std::unique_ptr<controller::JobController>> controllers;
+  const char* domain = std::getenv("CUSTOM_CLUSTER_DOMAIN");
+  for (const auto* reg : enabled) {
+    framework::PluginConfig pc;
+    for (const auto& o : reg->options) pc.options[o.name] = f.framework_options[o.name];
+    pc.gang_scheduler_name = f.gang_scheduler_name;
+    pc.cluster_domain = domain ? domain : "";
+    auto plugin = registry.instantiate(reg->descriptor.name, std::move(pc));
+    if (!plugin) {
+      spdlog::error("{}: {}", reg->descriptor.name, plugin.error().message);
+      return 1;
+    }
+    recorders.push_back(std::make_unique<kube::EventRecorder>(
+        client, clock, kube::EventRecorderOptions{.component = reg->descriptor.controller_name, .host = identity}));
+    sinks.push_back(std::make_unique<RecorderSink>(*recorders.back()));
+    controller::JobControllerOptions jo;
+    jo.namespaces = f.namespaces;
+    jo.workers = f.controller_threads;
+    jo.gang = gang;
+    controllers.push_back(std::make_unique<controller::JobController>(client, clock, *sinks.back(),
+                                                                      std::move(*plugin), jo));
+  }
+
+  std::atomic<bool> leading{!f.leader_elect};
+  std::atomic<bool> lost_lease{false};
+  std::atomic<bool> want_start{!f.leader_elect};
+  std::atomic<bool> controllers_started{false};
+  OperatorMetrics metrics(client, f.leader_election_id, [&] { return leading.load(); });
+
+  // --- endpoints
+  auto handler = [&](std::string_view path) -> HttpReply {
+    if (path == "/healthz" || path == "/livez") return {200, "text/plain; charset=utf-8", "ok\n"};
+    if (path == "/readyz") {
+      // A follower is ready as soon as it serves; a leader once every controller's caches synced.
+      if (!controllers_started.load()) {
+        if (want_start.load()) return {503, "text/plain; charset=utf-8", "controllers starting\n"};
+        return {200, "text/plain; charset=utf-8", "ok (standby)\n"};
+      }
+      for (const auto& c : controllers) {
+        if (!c->wait_for_sync(std::chrono::milliseconds(0)))
+          return {503, "text/plain; charset=utf-8", fmt::format("{} caches not synced\n", c->descriptor().name)};
+      }
+      return {200, "text/plain; charset=utf-8", "ok\n"};
+    }
+    if (path == "/metrics") return {200, metrics::kContentType, metrics.expose()};
+    return {404, "text/plain; charset=utf-8", "not found\n"};
+  };
+  std::vector<std::unique_ptr<HttpServer>> servers;
+  auto serve = [&](const char* flag, const std::string& address) -> bool {
+    if (address == "0") return true;  // controller-runtime: "0" disables the endpoint
+    auto hp = parse_bind_address(flag, address);
+    if (!hp) {
+      spdlog::error("{}", hp.error().message);
+      return false;
+    }
+    // Metrics and probes on one address share one server.
+    for (const auto& s : servers) {
+      if (s->port() == hp->second && hp->second != 0) return true;
+    }
+    auto server = HttpServer::start(hp->first, hp->second, handler);
+    if (!server) {
+      spdlog::error("{}: {}", flag, server.error().message);
+      return false;
+    }
+    spdlog::info("{} serving on port {}", flag, (*server)->port());
+    servers.push_back(std::move(*server));
+    return true;
+  };
+  if (!serve("--health-probe-bind-address", f.health_probe_bind_address) ||
+      !serve("--metrics-bind-address", f.metrics_bind_address))
+    return 1;
+
+  std::unique_ptr<kube::LeaderElector> elector;
+  if (f.leader_elect) {
+    kube::LeaderElectionConfig lc;
+    lc.lease_namespace = f.leader_election_namespace.empty() ? rest.namespace_ : f.leader_election_namespace;
+    lc.lease_name = f.leader_election_id;
+    lc.identity = identity;
+    lc.on_started_leading = [&] {
+      leading = true;
+      want_start = true;
+    };
+    lc.on_stopped_leading = [&] {
+      leading = false;
+      lost_lease = true;
+    };
+    lc.on_new_leader = [](const std::string& who) { spdlog::info("leader is now {}", who); };
+    auto e = kube::LeaderElector::create(client, clock, lc);
+    if (!e) {
+      spdlog::error("--leader-elect: {}", e.error().message);
+      return 1;
+    }
+    elector = std::move(*e);
+    spdlog::info("campaigning for lease {}/{} as {}", lc.lease_namespace, lc.lease_name, identity);
+    elector->start();
+  }
+
+  // --- main loop: start on leadership, stop on a signal or a lost lease
+  int exit_code = 0;
+  for (;;) {
+    if (want_start.load() && !controllers_started.load()) {
+      for (auto& r : recorders) r->start();
+      for (auto& c : controllers) {
+        c->start();
+        metrics.add_controller(*c);
+      }
+      controllers_started = true;
+      spdlog::info("started {} controller(s) with {} worker(s) each", controllers.size(), f.controller_threads);
+    }
+    if (lost_lease.load()) {
+      spdlog::error("leader election lost; exiting");
+      exit_code = 1;
+      break;
+    }
+    timespec wait{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig > 0) {
+      spdlog::info("signal {} received, stopping", sig);
+      break;
+    }
+  }
+
+  // Graceful stop has 30 s; past that, exit anyway so a stuck call cannot hold the pod.
+  std::thread watchdog([] {
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    std::fprintf(stderr, "training-operator: graceful stop exceeded 30 s, exiting\n");
+    std::_Exit(1);
+  });
+  watchdog.detach();
+  auto t0 = std::chrono::steady_clock::now();
+  if (controllers_started.load()) {
+    for (auto& c : controllers) c->stop();
+    for (auto& r : recorders) r->stop();
+  }
+  if (elector) elector->stop();  // releases the lease so a successor takes over at once
+  servers.clear();
+  cluster_controllers.reset();
+  if (cluster) cluster->stop();
+  spdlog::info("stopped in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - t0).count());
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    framework::Registry registry;
+    if (auto s = operator_cmd::register_frameworks(registry); !s) {
+      std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
+      return 1;
+    }
+    Flags f;
+    if (const char* ns = std::getenv("KUBEFLOW_NAMESPACE"); ns && *ns) f.namespaces = {ns};
+
+    CLI::App app{"Unitrain training operator: runs Kubeflow training jobs (PyTorchJob, MPIJob, ...)"};
+    app.get_formatter()->column_width(44);
+    std::string names;
+    for (const auto& n : registry.accepted_names()) names += (names.empty() ? "" : ", ") + n;
+    app.add_option("--enable-scheme", f.enable_scheme,
+                   "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
+                   "Default: all. Accepted: " + names);
+    app.add_option("--gang-scheduler-name", f.gang_scheduler_name,
+                   "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling");
+    app.add_option("--namespace", f.namespaces,
+                   "Namespace(s) to watch; repeatable. Default: all namespaces, or $KUBEFLOW_NAMESPACE");
+    app.add_option("--controller-threads", f.controller_threads, "Reconcile workers per framework controller")
+        ->capture_default_str()->check(CLI::Range(1, 1000));
+    app.add_flag("--leader-elect", f.leader_elect,
+                 "Use a coordination.k8s.io Lease so only one replica reconciles");
+    app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader-election Lease")
+        ->capture_default_str();
+    app.add_option("--leader-election-namespace", f.leader_election_namespace,
+                   "Namespace of the Lease (default: the namespace of the kubeconfig context / pod)");
+    app.add_option("--metrics-bind-address", f.metrics_bind_address,
+                   "host:port of the Prometheus /metrics endpoint; '0' disables it")->capture_default_str();
+    app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
+                   "host:port of /healthz and /readyz; '0' disables them")->capture_default_str();
+    app.add_option("--kubeconfig", f.kubeconfig,
+                   "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config)");
+    app.add_option("--kube-api-qps", f.kube_api_qps, "Client-side QPS limit towards the API server")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--kube-api-burst", f.kube_api_burst, "Client-side burst towards the API server")
+        ->capture_default_str()->check(CLI::Range(1, 100000));
+    app.add_option("--zap-log-level", f.zap_log_level,
+                   "Log level: debug, info, warn, error, dpanic, panic, fatal, or an integer verbosity > 0")
+        ->capture_default_str()->check(CLI::Validator(check_zap_level, "LEVEL", "zap level"));
+    app.add_option("--log-format", f.log_format, "Log format: json or text")
+        ->capture_default_str()->check(CLI::IsMember({"json", "text"}));
+    app.add_option("--mpi-default-version", f.mpi_default_version,
+                   "MPIJob version the bare kind 'MPIJob' means in --enable-scheme: v2beta1 or v1")
+        ->capture_default_str()->check(CLI::IsMember({"v2beta1", "v1"}));
+    auto* embedded = app.add_option("--embedded-cluster", f.embedded_cluster,
+                                    "Start a local cluster in-process (optionally on ADDR, host:port), install "
+                                    "the enabled frameworks' CRDs and print 'kubeconfig <path>' on stdout")
+                         ->expected(0, 1);
+    app.add_option("--crd-dir", f.crd_dir, "Directory with the CRD YAMLs for --embedded-cluster "
+                                           "(default: <bin>/../../manifests/crds)");
+    app.add_option("--kubeconfig-out", f.kubeconfig_out,
+                   "Where --embedded-cluster writes its kubeconfig (default: $TMPDIR/unitrain-operator-<pid>/kubeconfig)");
+    for (const auto& reg : registry.all()) {
+      for (const auto& o : reg.options) {
+        f.framework_options[o.name] = o.default_value;
+        app.add_option("--" + o.name, f.framework_options[o.name],
+                       fmt::format("[{}] {}", reg.descriptor.kind, o.help))
+            ->capture_default_str();
+      }
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::fprintf(stderr, "training-operator: %s\nRun with --help for the list of flags.\n", e.what());
+      return kUsageError;
+    }
+    f.embedded = embedded->count() > 0;
+
+    framework::EnablementOptions eo;
+    eo.default_version["mpijob"] = f.mpi_default_version;
+    auto enabled = registry.resolve(f.enable_scheme, eo);
+    if (!enabled) {
+      std::fprintf(stderr, "training-operator: --enable-scheme: %s\n", enabled.error().message.c_str());
+      return kUsageError;
+    }
+    if (enabled->empty()) {
+      std::fprintf(stderr, "training-operator: --enable-scheme: no framework left enabled\n");
+      return kUsageError;
+    }
+    for (const char* flag : {"--metrics-bind-address", "--health-probe-bind-address"}) {
+      const std::string& v = std::string(flag) == "--metrics-bind-address" ? f.metrics_bind_address
+                                                                            : f.health_probe_bind_address;
+      if (v == "0") continue;
+      if (auto hp = operator_cmd::parse_bind_address(flag, v); !hp) {
+        std::fprintf(stderr, "training-operator: %s\n", hp.error().message.c_str());
+        return kUsageError;
+      }
+    }
+    return run(f, registry, *enabled);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "training-operator: fatal: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,260 @@
+#include "core/kube/event_recorder.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/api/time.h"
+
+namespace unitrain::kube {
+
+namespace {
+
+const GroupVersionResource kEvents{"", "v1", "events"};
+
+std::string field(const json::Value& v, const char* pointer) {
+  return std::string(json::get_string(v, pointer).value_or(""));
+}
+
+}  // namespace
+
+template <class V>
+V* EventRecorder::Lru<V>::find(const std::string& k) {
+  auto it = index_.find(k);
+  if (it == index_.end()) return nullptr;
+  order_.splice(order_.begin(), order_, it->second);
+  return &it->second->second;
+}
+
+template <class V>
+V& EventRecorder::Lru<V>::put(const std::string& k, V v) {
+  if (auto* existing = find(k)) {
+    *existing = std::move(v);
+    return *existing;
+  }
+  order_.emplace_front(k, std::move(v));
+  index_[k] = order_.begin();
+  if (order_.size() > cap_) {
+    index_.erase(order_.back().first);
+    order_.pop_back();
+  }
+  return order_.front().second;
+}
+
+EventRecorder::EventRecorder(Client& client, Clock& clock, EventRecorderOptions options)
+    : client_(client),
+      clock_(clock),
+      opts_(std::move(options)),
+      spam_(opts_.cache_size),
+      aggregates_(opts_.cache_size),
+      written_(opts_.cache_size) {}
+
+EventRecorder::~EventRecorder() { stop(); }
+
+void EventRecorder::start() {
+  std::lock_guard g(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  thread_ = std::thread([this] {
+    // Thread entry: nothing may escape, or the process terminates.
+    try {
+      run();
+    } catch (const std::exception&) {
+      std::lock_guard g2(mu_);
+      ++stats_.failed;
+      busy_ = false;
+      idle_cv_.notify_all();
+    }
+  });
+}
+
+void EventRecorder::stop() {
+  {
+    std::lock_guard g(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventRecorder::event(const json::Value& object, std::string_view type, std::string_view reason,
+                          std::string_view message) {
+  Pending p;
+  p.involved = json::Document::object();
+  for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"/kind", "/kind"},
+           {"/apiVersion", "/apiVersion"},
+           {"/metadata/namespace", "/namespace"},
+           {"/metadata/name", "/name"},
+           {"/metadata/uid", "/uid"},
+           {"/metadata/resourceVersion", "/resourceVersion"}}) {
+    if (auto v = json::get_string(object, from)) (void)json::set_string(p.involved, to, *v);
+  }
+  p.type = type;
+  p.reason = reason;
+  p.message = message;
+  p.when = clock_.now();
+  std::lock_guard g(mu_);
+  if (stopping_ || queue_.size() >= opts_.queue_capacity) {
+    ++stats_.dropped;
+    return;
+  }
+  ++stats_.recorded;
+  queue_.push_back(std::move(p));
+  cv_.notify_all();
+}
+
+bool EventRecorder::flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
+}
+
+EventRecorderStats EventRecorder::stats() const {
+  std::lock_guard g(mu_);
+  return stats_;
+}
+
+void EventRecorder::run() {
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock lock(mu_);
+      busy_ = false;
+      idle_cv_.notify_all();
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      p = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    process(p);
+  }
+}
+
+std::string EventRecorder::next_name(const std::string& object_name, Clock::SysTime when) {
+  int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
+  // Two events in the same nanosecond (or on a fake clock) still get distinct names.
+  nanos = std::max(nanos, last_nanos_ + 1);
+  last_nanos_ = nanos;
+  return fmt::format("{}.{:016x}", object_name, static_cast<uint64_t>(nanos));
+}
+
+std::optional<ApiError> EventRecorder::write_with_retry(const std::function<ApiResult<json::Document>()>& call) {
+  std::optional<ApiError> last;
+  for (int attempt = 0; attempt < opts_.max_attempts; ++attempt) {
+    auto r = call();
+    if (r) return std::nullopt;
+    last = r.error();
+    if (!last->retryable()) return last;
+    std::unique_lock lock(mu_);
+    // Waiting here delays only the sender; stop() cuts it short.
+    auto wait = std::chrono::seconds(1 << attempt);
+    if (clock_.wait_until(lock, cv_, clock_.steady_now() + wait, [&] { return stopping_; })) return last;
+  }
+  return last;
+}
+
+void EventRecorder::process(Pending& p) {
+  const json::Value& obj = p.involved.root();
+  std::string source_key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", opts_.component, opts_.host,
+                                       field(obj, "/kind"), field(obj, "/namespace"), field(obj, "/name"),
+                                       field(obj, "/uid"), field(obj, "/apiVersion"));
+  auto now = clock_.steady_now();
+
+  // Spam filter: a token bucket per source + object.
+  {
+    Bucket* b = spam_.find(source_key);
+    if (!b) b = &spam_.put(source_key, Bucket{static_cast<double>(opts_.spam_burst), now});
+    double refill = std::chrono::duration<double>(now - b->last) / std::chrono::duration<double>(opts_.spam_refill);
+    b->tokens = std::min<double>(opts_.spam_burst, b->tokens + std::max(0.0, refill));
+    b->last = now;
+    if (b->tokens < 1) {
+      std::lock_guard g(mu_);
+      ++stats_.spam_filtered;
+      return;
+    }
+    b->tokens -= 1;
+  }
+
+  // Aggregation of similar events (same everything but the message).
+  std::string aggregate_key = fmt::format("{}\x1f{}\x1f{}", source_key, p.type, p.reason);
+  std::string key = aggregate_key + "\x1f" + p.message;
+  std::string message = p.message;
+  {
+    Aggregate* a = aggregates_.find(aggregate_key);
+    if (!a || now - a->last > opts_.aggregation_window) a = &aggregates_.put(aggregate_key, Aggregate{{}, now});
+    if (std::find(a->messages.begin(), a->messages.end(), p.message) == a->messages.end()) {
+      a->messages.push_back(p.message);
+    }
+    a->last = now;
+    if (static_cast<int>(a->messages.size()) >= opts_.max_similar) {
+      // Keep the set bounded; it only has to stay at the threshold.
+      a->messages.pop_front();
+      key = aggregate_key;
+      message = "(combined from similar events): " + p.message;
+      std::lock_guard g(mu_);
+      ++stats_.aggregated;
+    }
+  }
+
+  std::string timestamp = api::format_time(p.when);
+  std::string ns = field(obj, "/namespace");
+  if (ns.empty()) ns = "default";
+
+  // Dedup: the same key again updates the existing Event.
+  if (Written* w = written_.find(key)) {
+    int64_t count = w->count + 1;
+    auto patch = json::Document::object();
+    (void)json::set_int(patch, "/count", count);
+    (void)json::set_string(patch, "/lastTimestamp", timestamp);
+    (void)json::set_string(patch, "/message", message);
+    std::string body = patch.dump();
+    std::string name = w->name, wns = w->ns;
+    bool not_found = false;
+    auto err = write_with_retry([&]() -> ApiResult<json::Document> {
+      auto r = client_.patch(kEvents, wns, name, PatchType::Strategic, body);
+      if (!r && r.error().is(ApiError::Reason::NotFound)) not_found = true;
+      return r;
+    });
+    if (!err) {
+      w->count = count;
+      std::lock_guard g(mu_);
+      ++stats_.patched;
+      return;
+    }
+    if (!not_found) {
+      std::lock_guard g(mu_);
+      ++stats_.failed;
+      return;
+    }
+    // The Event expired or was deleted: start a new one, as client-go does.
+  }
+
+  auto ev = json::Document::object();
+  std::string name = next_name(field(obj, "/name"), p.when);
+  (void)json::set_string(ev, "/apiVersion", "v1");
+  (void)json::set_string(ev, "/kind", "Event");
+  (void)json::set_string(ev, "/metadata/name", name);
+  (void)json::set_string(ev, "/metadata/namespace", ns);
+  (void)json::set(ev, "/involvedObject", json::clone(obj, ev.alloc()));
+  (void)json::set_string(ev, "/reason", p.reason);
+  (void)json::set_string(ev, "/message", message);
+  (void)json::set_string(ev, "/type", p.type);
+  (void)json::set_string(ev, "/source/component", opts_.component);
+  if (!opts_.host.empty()) (void)json::set_string(ev, "/source/host", opts_.host);
+  (void)json::set_string(ev, "/firstTimestamp", timestamp);
+  (void)json::set_string(ev, "/lastTimestamp", timestamp);
+  (void)json::set_int(ev, "/count", 1);
+  (void)json::set_string(ev, "/reportingComponent", opts_.component);
+  (void)json::set_string(ev, "/reportingInstance", opts_.host);
+  auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root()); });
+  std::lock_guard g(mu_);
+  if (err) {
+    ++stats_.failed;
+    return;
+  }
+  ++stats_.created;
+  written_.put(key, Written{name, ns, 1, timestamp});
+}
+
+}  // namespace unitrain::kube

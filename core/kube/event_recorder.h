@@ -1,0 +1,130 @@
+// Records core/v1 Events about objects without ever blocking the caller: event() only appends to
+// a bounded queue (dropping, and counting, when full); a background thread applies client-go's
+// event correlation and writes to the API server:
+//  - spam filter: a token bucket per source + involved object (burst 25, one more every 5 min);
+//    events beyond it are dropped;
+//  - aggregation: once 10 events with the same source, object, type and reason but different
+//    messages occur within 10 minutes, further ones become a single event whose message is
+//    "(combined from similar events): <latest message>";
+//  - dedup: an event identical to one already written (same key) PATCHes that Event's count,
+//    lastTimestamp and message instead of creating a new one.
+// Event names are "<object name>.<16 hex digits>" (the nanosecond timestamp, as client-go does).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "core/kube/client.h"
+#include "core/kube/clock.h"
+
+namespace unitrain::kube {
+
+struct EventRecorderOptions {
+  std::string component;  // source.component / reportingComponent, e.g. "pytorchjob-controller"
+  std::string host;       // source.host / reportingInstance
+  size_t queue_capacity = 1000;
+  int spam_burst = 25;
+  Clock::Duration spam_refill = std::chrono::minutes(5);  // one token per this
+  int max_similar = 10;
+  Clock::Duration aggregation_window = std::chrono::minutes(10);
+  size_t cache_size = 4096;  // correlation state per key is an LRU of this many entries
+  int max_attempts = 3;      // per write, for retryable errors
+};
+
+struct EventRecorderStats {
+  uint64_t recorded = 0;       // accepted into the queue
+  uint64_t dropped = 0;        // queue full
+  uint64_t spam_filtered = 0;  // rejected by the per-object token bucket
+  uint64_t aggregated = 0;     // turned into a "combined from similar events" event
+  uint64_t created = 0;
+  uint64_t patched = 0;
+  uint64_t failed = 0;         // writes given up on
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(Client& client, Clock& clock, EventRecorderOptions options);
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+  ~EventRecorder();  // stop()
+
+  void start();
+  // Writes what is queued, then ends the sender thread. Later events are dropped.
+  void stop();
+
+  // `object` is the involved object (its kind, apiVersion, namespace, name, uid and
+  // resourceVersion are referenced); `type` is "Normal" or "Warning". Never blocks on I/O.
+  void event(const json::Value& object, std::string_view type, std::string_view reason, std::string_view message);
+
+  // Blocks (real time) until the queue is empty and the sender idle; for tests and shutdown.
+  bool flush(std::chrono::milliseconds timeout);
+  EventRecorderStats stats() const;
+
+ private:
+  struct Pending {
+    json::Document involved;  // the involvedObject reference
+    std::string type, reason, message;
+    Clock::SysTime when;
+  };
+  template <class V>
+  class Lru {
+   public:
+    explicit Lru(size_t cap) : cap_(cap) {}
+    V* find(const std::string& k);
+    V& put(const std::string& k, V v);
+   private:
+    size_t cap_;
+    std::list<std::pair<std::string, V>> order_;
+    std::unordered_map<std::string, typename std::list<std::pair<std::string, V>>::iterator> index_;
+  };
+  struct Bucket {
+    double tokens;
+    Clock::SteadyTime last;
+  };
+  struct Aggregate {
+    std::deque<std::string> messages;  // distinct messages seen in the window
+    Clock::SteadyTime last;
+  };
+  struct Written {
+    std::string name;
+    std::string ns;
+    int64_t count = 0;
+    std::string first_timestamp;
+  };
+
+  void run();
+  void process(Pending& p);
+  std::optional<ApiError> write_with_retry(const std::function<ApiResult<json::Document>()>& call);
+  std::string next_name(const std::string& object_name, Clock::SysTime when);
+
+  Client& client_;
+  Clock& clock_;
+  EventRecorderOptions opts_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  bool started_ = false;
+  bool busy_ = false;
+  std::thread thread_;
+  EventRecorderStats stats_;
+
+  // Sender-thread state.
+  Lru<Bucket> spam_;
+  Lru<Aggregate> aggregates_;
+  Lru<Written> written_;
+  int64_t last_nanos_ = 0;
+};
+
+}  // namespace unitrain::kube

@@ -1,0 +1,184 @@
+// Informers: a local, indexed cache of one resource kept current by list + watch, with
+// add/update/delete notifications, in the manner of client-go's SharedInformer.
+//
+//  - Lists page by page (limit 500), then watches from the list's resourceVersion with
+//    bookmarks; bookmarks and events advance the resourceVersion a re-watch resumes from.
+//  - 410 Gone (an error or an ERROR watch event) relists, and the relist is applied to the cache
+//    as a delta: adds for new objects, updates for changed resourceVersions, deletes (with
+//    final_state_unknown) for objects that vanished while the watch was down.
+//  - Errors back off exponentially, 800 ms doubling to 30 s, with jitter, on the injected Clock.
+//  - Namespace scope: all namespaces, one, or several (one list/watch per namespace).
+//  - A projection hook replaces each object by the fields a controller needs before it is
+//    cached (project_pod / project_service below): the cache's memory is a headline figure.
+//  - Handlers run on the informer's threads, one at a time, after the cache holds the change; a
+//    handler may read the cache but must not call stop().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kube/client.h"
+#include "core/kube/clock.h"
+
+namespace unitrain::kube {
+
+using ObjectPtr = std::shared_ptr<const json::Document>;
+using Projection = std::function<json::Document(const json::Value& full)>;
+// Index values of an object (an object may have several, or none).
+using IndexFunc = std::function<std::vector<std::string>(const json::Value& obj)>;
+
+// "namespace/name", or "name" for cluster-scoped objects: the work-queue key of an object.
+std::string object_key(const json::Value& obj);
+
+// Built-in index functions.
+inline constexpr const char* kNamespaceIndex = "namespace";
+inline constexpr const char* kControllerUidIndex = "controller-uid";
+std::vector<std::string> index_by_namespace(const json::Value& obj);
+// The uid of the ownerReference with controller=true.
+std::vector<std::string> index_by_controller_uid(const json::Value& obj);
+
+// Pod projection. Keeps:
+//   apiVersion, kind;
+//   metadata: name, namespace, uid, resourceVersion, generation, creationTimestamp,
+//     deletionTimestamp, labels, ownerReferences (apiVersion, kind, name, uid, controller);
+//   spec: nodeName;
+//   status: phase, reason, podIP, conditions (type, status), containerStatuses (name, ready,
+//     restartCount, state and lastState reduced to {running: {}}, {waiting: {reason}} or
+//     {terminated: {exitCode, reason}}).
+// Drops annotations (kubectl's last-applied copy alone can double a pod), managedFields, the
+// whole pod spec except the node, volumes, env, images, messages and timestamps of states.
+json::Document project_pod(const json::Value& full);
+// Service projection: the same metadata as pods, spec.clusterIP and spec.ports (name, port).
+json::Document project_service(const json::Value& full);
+
+// A thread-safe keyed store with secondary indexes.
+class Indexer {
+ public:
+  explicit Indexer(std::map<std::string, IndexFunc> indexers = {});
+
+  ObjectPtr get(const std::string& key) const;
+  std::vector<ObjectPtr> list() const;
+  std::vector<std::string> keys() const;
+  // Objects whose index `index` yields `value`; empty for an unknown index.
+  std::vector<ObjectPtr> by_index(const std::string& index, const std::string& value) const;
+  std::vector<std::string> index_keys(const std::string& index, const std::string& value) const;
+  bool has_index(const std::string& index) const { return indexers_.count(index) > 0; }
+  size_t size() const;
+
+  // Writers (the informer). Return the previous object, if any.
+  ObjectPtr upsert(const std::string& key, ObjectPtr obj);
+  ObjectPtr erase(const std::string& key);
+
+ private:
+  void unindex_locked(const std::string& key, const json::Value& obj);
+  void index_locked(const std::string& key, const json::Value& obj);
+
+  std::map<std::string, IndexFunc> indexers_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, ObjectPtr> items_;
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indices_;
+};
+
+struct EventHandlers {
+  std::function<void(const json::Value& obj)> on_add;
+  std::function<void(const json::Value& old_obj, const json::Value& new_obj)> on_update;
+  // `final_state_unknown`: the deletion was inferred by a relist, `last_known` is the state the
+  // cache had, not the object's final state.
+  std::function<void(const json::Value& last_known, bool final_state_unknown)> on_delete;
+};
+
+struct InformerOptions {
+  GroupVersionResource resource;
+  std::vector<std::string> namespaces;  // empty: all namespaces (or a cluster-scoped resource)
+  std::string label_selector;
+  std::string field_selector;
+  int64_t page_size = 500;
+  Projection projection;  // empty: cache whole objects
+  std::map<std::string, IndexFunc> indexers{{kNamespaceIndex, index_by_namespace}};
+  std::chrono::milliseconds backoff_initial{800};
+  std::chrono::milliseconds backoff_max{30000};
+  double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max
+  // How long one WatchStream::next() waits; bounds how quickly stop() is noticed.
+  std::chrono::milliseconds watch_poll{1000};
+  // Server-side watch timeout; client-go picks 5..10 minutes at random so watches do not all
+  // reconnect at once. nullopt: a random value in that range.
+  std::optional<int64_t> watch_timeout_seconds;
+  uint64_t seed = 0;  // jitter randomness; 0: from std::random_device
+};
+
+struct InformerStats {
+  uint64_t lists = 0;         // list requests (pages)
+  uint64_t relists = 0;       // full lists after the first (410 or errors)
+  uint64_t watches = 0;       // watch requests
+  uint64_t events = 0;        // watch events applied (not bookmarks)
+  uint64_t bookmarks = 0;
+  uint64_t errors = 0;        // failed requests and error events
+  uint64_t synthesized_deletes = 0;
+};
+
+class Informer {
+ public:
+  Informer(Client& client, Clock& clock, InformerOptions options);
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+  ~Informer();  // stop()
+
+  // Handlers added after objects are cached get on_add for each of them first.
+  void add_handlers(EventHandlers handlers);
+  // Starts one thread per namespace scope. Calling it twice does nothing.
+  void start();
+  // Cancels the watches and joins the threads; returns within about watch_poll.
+  void stop();
+
+  bool has_synced() const;
+  // Blocks (real time) until every scope finished its first list, or the timeout passes.
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  const Indexer& cache() const { return cache_; }
+  // The resourceVersion the watch of `ns` resumes from ("" scope for all namespaces).
+  std::string resource_version(const std::string& ns = "") const;
+  InformerStats stats() const;
+
+ private:
+  struct Scope;
+  void run(Scope& scope);
+  bool list_and_replace(Scope& scope);
+  // Returns true when the next step is a relist (410), false for a re-watch.
+  bool watch_once(Scope& scope);
+  bool backoff(Scope& scope);  // false when stopping
+  ObjectPtr make_cached(const json::Value& full) const;
+  void apply_upsert(const std::string& key, ObjectPtr obj);
+  void apply_delete(const std::string& key, ObjectPtr last, bool final_state_unknown);
+  bool stopping() const;
+
+  Client& client_;
+  Clock& clock_;
+  InformerOptions opts_;
+  Indexer cache_;
+
+  mutable std::mutex mu_;  // scopes' resource versions, stop flag, streams, stats
+  std::condition_variable cv_;
+  mutable std::condition_variable synced_cv_;
+  bool started_ = false;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Scope>> scopes_;
+  InformerStats stats_;
+
+  std::mutex dispatch_mu_;  // serializes cache writes + handler calls across scopes
+  std::vector<EventHandlers> handlers_;
+};
+
+}  // namespace unitrain::kube

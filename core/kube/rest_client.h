@@ -1,0 +1,110 @@
+// Client over HTTP: URL building, content types, metav1.Status decoding, client-side QPS limit
+// and client-go's retry rules, on top of the Beast transport (which this header does not expose).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/kube/client.h"
+#include "core/kube/config.h"
+#include "core/kube/http.h"
+#include "core/kube/qps_limiter.h"
+#include "core/kube/transport.h"
+
+namespace unitrain::kube {
+
+// ---- request building (pure, unit-tested) ---------------------------------------------------
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string url_escape(std::string_view s);
+// /api/v1[/namespaces/NS]/RESOURCE[/NAME[/SUBRESOURCE]] or /apis/GROUP/VERSION/...
+std::string resource_path(const GroupVersionResource& r, std::string_view ns, std::string_view name = {},
+                          std::string_view subresource = {});
+// "?labelSelector=...&limit=..." or "" when no option is set.
+std::string list_query(const ListOptions& o);
+std::string watch_query(const WatchOptions& o);
+const char* patch_content_type(PatchType t);
+// metav1.DeleteOptions as JSON.
+std::string delete_options_body(const DeleteOptions& o);
+
+// ---- response decoding (pure, unit-tested) --------------------------------------------------
+// client-go's reasonForCode: the reason an HTTP code implies when the body says nothing better.
+ApiError::Reason reason_for_code(int code);
+std::optional<ApiError::Reason> parse_reason(std::string_view status_reason);
+// An HTTP failure into an ApiError: metav1.Status reason/message/causes/retryAfterSeconds when
+// the body is a Status, else the reason the code implies and the body's start as the message.
+ApiError decode_status(int code, std::string_view body, std::optional<std::string_view> retry_after_header = {});
+ApiError from_transport_error(const http::TransportError& e);
+
+// ---- retry policy (pure, unit-tested) -------------------------------------------------------
+struct RetryPolicy {
+  int max_retries = 10;  // client-go's default for Retry-After retries
+  std::chrono::milliseconds base_backoff{200};
+  std::chrono::milliseconds max_backoff{10000};
+  std::chrono::seconds max_retry_after{60};  // a larger Retry-After is clamped
+};
+// The outcome of one attempt: an HTTP status (with its Retry-After), or a transport failure.
+struct AttemptOutcome {
+  int status = 0;
+  std::optional<std::chrono::seconds> retry_after;
+  const http::TransportError* transport_error = nullptr;
+};
+// How long to wait before attempt `attempt + 1`, or nullopt to give up. Follows client-go:
+// 429 and a 5xx carrying Retry-After are retried for any verb (the server asked for it); other
+// 5xx (but 501) and lost connections/timeouts only for GET; failures before the request reached
+// the server (resolve/connect) for any verb. TLS errors are never retried.
+std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& p, std::string_view method, int attempt,
+                                                     const AttemptOutcome& outcome);
+
+struct RestClientOptions {
+  RetryPolicy retry;
+  TransportOptions transport;
+  // How retries wait; tests replace it to run without sleeping.
+  std::function<void(std::chrono::milliseconds)> sleep;
+};
+
+class RestClient final : public Client {
+ public:
+  static Result<std::unique_ptr<RestClient>> create(const RestConfig& cfg, RestClientOptions opts = {});
+
+  ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) override;
+  ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
+  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
+  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
+  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns,
+                                          const json::Value& obj) override;
+  ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                  PatchType type, std::string_view body, const PatchOptions& opts = {},
+                                  std::string_view subresource = {}) override;
+  ApiResult<json::Document> remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                   const DeleteOptions& opts = {}) override;
+  ApiResult<json::Document> delete_collection(const GroupVersionResource& r, std::string_view ns,
+                                              const ListOptions& selector, const DeleteOptions& opts = {}) override;
+  ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
+                                                const WatchOptions& opts) override;
+
+  // GET of any API path ("/apis/batch/v1"), for discovery.
+  ApiResult<json::Document> get_path(std::string_view path);
+
+  const RestConfig& config() const { return cfg_; }
+  Transport& transport() { return *transport_; }
+
+ private:
+  RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
+  // Limiter + retries; a 2xx response or the decoded failure.
+  ApiResult<http::Response> execute(const http::Request& req);
+  ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},
+                                         std::string content_type = {});
+  ApiResult<json::Document> put_object(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                       std::string_view subresource);
+
+  RestConfig cfg_;
+  RestClientOptions opts_;
+  std::unique_ptr<Transport> transport_;
+  QpsLimiter limiter_;
+};
+
+}  // namespace unitrain::kube

@@ -1,0 +1,551 @@
+#include "core/kube/transport.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <fmt/format.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+namespace unitrain::kube {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using http::TransportError;
+using Kind = http::TransportError::Kind;
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string openssl_error_text() {
+  unsigned long e = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
+  if (e == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  return buf;
+}
+
+// Rotating bearer token (bound service-account tokens are refreshed by the kubelet about every
+// hour): re-read when the file's mtime or size changes, and at least every `reread`.
+class TokenSource {
+ public:
+  TokenSource(std::string static_token, std::string file, std::chrono::seconds reread)
+      : static_(std::move(static_token)), file_(std::move(file)), reread_(reread) {}
+
+  std::string get() {
+    if (file_.empty()) return static_;
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    struct stat st {};
+    bool changed = false;
+    if (::stat(file_.c_str(), &st) == 0) {
+      changed = st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec || st.st_size != size_;
+    }
+    if (!read_once_ || changed || now - last_read_ >= reread_) {
+      std::ifstream in(file_, std::ios::binary);
+      if (in) {
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        std::string t = trim(ss.str());
+        // A half-written file during rotation reads as empty: keep the previous token.
+        if (!t.empty()) cached_ = std::move(t);
+        mtime_ = st.st_mtim;
+        size_ = st.st_size;
+      }
+      last_read_ = now;
+      read_once_ = true;
+    }
+    return cached_.empty() ? static_ : cached_;
+  }
+
+ private:
+  std::string static_;
+  std::string file_;
+  std::chrono::seconds reread_;
+  std::mutex mu_;
+  std::string cached_;
+  timespec mtime_{};
+  off_t size_ = -1;
+  Clock::time_point last_read_{};
+  bool read_once_ = false;
+};
+
+// One TCP (optionally TLS) connection with its own io_context, so a request runs its
+// asynchronous operations with deadlines on the calling thread.
+struct Connection {
+  asio::io_context ioc{1};
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  bool reused = false;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    if (tls) return f(*tls);
+    return f(*plain);
+  }
+  void close() {
+    boost::system::error_code ec;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().socket().close(ec);
+  }
+  // A pooled connection that is readable while idle was closed by the server (or got junk).
+  bool stale() {
+    if (!lowest().socket().is_open() || buffer.size() != 0) return true;
+    pollfd p{lowest().socket().native_handle(), POLLIN, 0};
+    int r = ::poll(&p, 1, 0);
+    return r != 0;
+  }
+};
+
+// Runs the connection's io_context until `done` or `deadline`; on deadline closes the socket so
+// the pending operation completes (aborted) and returns false.
+bool run_until(Connection& c, const bool& done, Clock::time_point deadline) {
+  while (!done) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      c.close();
+      c.ioc.restart();
+      c.ioc.run();
+      return false;
+    }
+    c.ioc.restart();
+    c.ioc.run_for(deadline - now);
+  }
+  return true;
+}
+
+std::string ms_text(Clock::duration d) {
+  return fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+class StreamImpl;
+
+}  // namespace
+
+struct Transport::Impl {
+  RestConfig cfg;
+  TransportOptions opts;
+  std::unique_ptr<ssl::context> ssl_ctx;  // null for http://
+  std::string verify_name;
+  std::string authority;  // Host header
+  TokenSource token;
+  mutable std::mutex pool_mu;
+  std::vector<std::unique_ptr<Connection>> idle;
+  std::atomic<size_t> opened{0};
+
+  Impl(const RestConfig& c, TransportOptions o)
+      : cfg(c),
+        opts(std::move(o)),
+        verify_name(c.tls_server_name.empty() ? c.host : c.tls_server_name),
+        authority((c.host.find(':') != std::string::npos ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port)),
+        token(c.bearer_token, c.bearer_token_file, opts.token_reread) {}
+
+  std::string where() const { return authority; }
+
+  Result<std::unique_ptr<Connection>, TransportError> connect(Clock::time_point deadline) {
+    auto conn = std::make_unique<Connection>();
+    if (ssl_ctx) conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(conn->ioc, *ssl_ctx);
+    else conn->plain = std::make_unique<beast::tcp_stream>(conn->ioc);
+    const auto connect_deadline = std::min(deadline, Clock::now() + opts.connect_timeout);
+
+    std::vector<tcp::endpoint> endpoints;
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(cfg.host, ec);
+    if (!ec) {
+      endpoints.emplace_back(addr, cfg.port);
+    } else {
+      tcp::resolver resolver(conn->ioc);
+      bool done = false;
+      resolver.async_resolve(cfg.host, std::to_string(cfg.port),
+                             [&](const boost::system::error_code& e, tcp::resolver::results_type results) {
+                               ec = e;
+                               for (const auto& r : results) endpoints.push_back(r.endpoint());
+                               done = true;
+                             });
+      while (!done) {
+        const auto now = Clock::now();
+        if (now >= connect_deadline) {
+          resolver.cancel();
+          conn->ioc.restart();
+          conn->ioc.run();
+          return fail(TransportError{Kind::Timeout, fmt::format("resolving {} timed out", cfg.host), false});
+        }
+        conn->ioc.restart();
+        conn->ioc.run_for(connect_deadline - now);
+      }
+      if (ec || endpoints.empty())
+        return fail(TransportError{Kind::Resolve, fmt::format("cannot resolve {}: {}", cfg.host, ec.message()), false});
+    }
+
+    bool done = false;
+    conn->lowest().async_connect(endpoints, [&](const boost::system::error_code& e, const tcp::endpoint&) {
+      ec = e;
+      done = true;
+    });
+    if (!run_until(*conn, done, connect_deadline))
+      return fail(TransportError{Kind::Timeout, fmt::format("connecting to {} timed out after {}", where(),
+                                                            ms_text(opts.connect_timeout)), false});
+    if (ec) return fail(TransportError{Kind::Connect, fmt::format("connecting to {}: {}", where(), ec.message()), false});
+    boost::system::error_code opt_ec;
+    conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+
+    if (conn->tls) {
+      SSL* ssl = conn->tls->native_handle();
+      const bool ip = is_ip_literal(verify_name);
+      if (!ip && !SSL_set_tlsext_host_name(ssl, verify_name.c_str()))
+        return fail(TransportError{Kind::Tls, "setting SNI: " + openssl_error_text(), false});
+      if (!cfg.insecure) {
+        int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), verify_name.c_str())
+                    : SSL_set1_host(ssl, verify_name.c_str());
+        if (ok != 1) return fail(TransportError{Kind::Tls, "setting the verification name: " + openssl_error_text(), false});
+      }
+      done = false;
+      conn->tls->async_handshake(ssl::stream_base::client, [&](const boost::system::error_code& e) {
+        ec = e;
+        done = true;
+      });
+      if (!run_until(*conn, done, connect_deadline))
+        return fail(TransportError{Kind::Timeout, fmt::format("TLS handshake with {} timed out", where()), false});
+      if (ec) {
+        const long vr = SSL_get_verify_result(ssl);  // NOLINT(google-runtime-int): OpenSSL's type
+        if (vr != X509_V_OK)
+          return fail(TransportError{Kind::TlsVerify,
+                                     fmt::format("TLS handshake with {}: certificate verification failed: {} "
+                                                 "(verifying as \"{}\")",
+                                                 where(), X509_verify_cert_error_string(vr), verify_name),
+                                     false});
+        return fail(TransportError{Kind::Tls, fmt::format("TLS handshake with {}: {}", where(), ec.message()), false});
+      }
+    }
+    ++opened;
+    return conn;
+  }
+
+  Result<std::unique_ptr<Connection>, TransportError> acquire(Clock::time_point deadline) {
+    {
+      std::unique_lock lock(pool_mu);
+      while (!idle.empty()) {
+        auto c = std::move(idle.back());
+        idle.pop_back();
+        if (!c->stale()) {
+          c->reused = true;
+          return c;
+        }
+      }
+    }
+    return connect(deadline);
+  }
+
+  void release(std::unique_ptr<Connection> c) {
+    std::lock_guard lock(pool_mu);
+    if (idle.size() < opts.max_idle_connections) idle.push_back(std::move(c));
+  }
+
+  bhttp::request<bhttp::string_body> build(const http::Request& req) {
+    bhttp::request<bhttp::string_body> r;
+    r.version(11);
+    auto verb = bhttp::string_to_verb(req.method);
+    if (verb == bhttp::verb::unknown) r.method_string(req.method);
+    else r.method(verb);
+    r.target(cfg.path_prefix + req.target);
+    r.set(bhttp::field::host, authority);
+    r.set(bhttp::field::user_agent, opts.user_agent);
+    if (std::string t = token.get(); !t.empty()) r.set(bhttp::field::authorization, "Bearer " + t);
+    for (const auto& h : req.headers) r.set(h.name, h.value);
+    r.body() = req.body;
+    r.keep_alive(true);
+    r.prepare_payload();
+    return r;
+  }
+
+  std::string describe(const http::Request& req) const { return req.method + " " + cfg.path_prefix + req.target; }
+
+  // Writes the request; on success the server may have seen it.
+  Result<void, TransportError> write(Connection& c, const http::Request& req, Clock::time_point deadline) {
+    auto msg = build(req);
+    boost::system::error_code ec;
+    size_t written = 0;
+    bool done = false;
+    c.visit([&](auto& s) {
+      bhttp::async_write(s, msg, [&](const boost::system::error_code& e, size_t n) {
+        ec = e;
+        written = n;
+        done = true;
+      });
+    });
+    if (!run_until(c, done, deadline))
+      return fail(TransportError{Kind::Timeout, fmt::format("{}: writing the request timed out", describe(req)), written > 0});
+    if (ec)
+      return fail(TransportError{Kind::ConnectionLost, fmt::format("{}: writing the request: {}", describe(req), ec.message()),
+                                 written > 0});
+    return {};
+  }
+
+  static http::Response head_of(const bhttp::response_parser<bhttp::string_body>& p) {
+    http::Response r;
+    r.status = static_cast<int>(p.get().result_int());
+    for (const auto& f : p.get()) r.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+    return r;
+  }
+
+  TransportError read_error(const http::Request& req, const boost::system::error_code& ec, bool got_some) {
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == bhttp::error::partial_message || ec == ssl::error::stream_truncated || ec == asio::error::broken_pipe) {
+      return {Kind::ConnectionLost,
+              fmt::format("{}: {}: {}", describe(req),
+                          got_some ? "connection lost in the middle of the response" : "server closed the connection before responding",
+                          ec.message()),
+              true};
+    }
+    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() || ec == bhttp::error::body_limit)
+      return {Kind::Protocol, fmt::format("{}: malformed HTTP response: {}", describe(req), ec.message()), true};
+    return {Kind::ConnectionLost, fmt::format("{}: reading the response: {}", describe(req), ec.message()), true};
+  }
+
+  // A reused keep-alive connection the server closed in the meantime fails without a response;
+  // repeating is safe when the request cannot have had an effect.
+  static bool retry_on_fresh(const Connection& c, const http::Request& req, const TransportError& e, bool got_response) {
+    if (!c.reused || got_response || e.kind != Kind::ConnectionLost) return false;
+    return !e.request_sent || req.method == "GET" || req.method == "HEAD";
+  }
+
+  Result<http::Response, TransportError> send(const http::Request& req, std::chrono::milliseconds timeout) {
+    const auto total = timeout.count() > 0 ? timeout : cfg.timeout;
+    const auto deadline = Clock::now() + total;
+    for (int attempt = 0;; ++attempt) {
+      auto conn = acquire(deadline);
+      if (!conn) return fail(std::move(conn.error()));
+      Connection& c = **conn;
+      if (auto w = write(c, req, deadline); !w) {
+        if (attempt == 0 && retry_on_fresh(c, req, w.error(), false)) continue;
+        return fail(std::move(w.error()));
+      }
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(boost::none);  // lists of 100k pods are hundreds of MB
+      if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
+      boost::system::error_code ec;
+      bool done = false;
+      c.visit([&](auto& s) {
+        bhttp::async_read(s, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
+          ec = e;
+          done = true;
+        });
+      });
+      if (!run_until(c, done, deadline))
+        return fail(TransportError{Kind::Timeout, fmt::format("{}: no complete response within {}", describe(req), ms_text(total)),
+                                   true});
+      if (ec) {
+        auto e = read_error(req, ec, parser.got_some());
+        if (attempt == 0 && retry_on_fresh(c, req, e, parser.got_some())) continue;
+        return fail(std::move(e));
+      }
+      http::Response resp = head_of(parser);
+      const bool keep = parser.keep_alive();
+      resp.body = std::move(parser.get().body());
+      if (keep && c.buffer.size() == 0) release(std::move(*conn));
+      return resp;
+    }
+  }
+
+  Result<std::unique_ptr<BodyStream>, TransportError> open_stream(const http::Request& req);
+};
+
+namespace {
+
+class StreamImpl final : public BodyStream {
+ public:
+  StreamImpl(std::unique_ptr<Connection> conn, std::unique_ptr<bhttp::response_parser<bhttp::string_body>> parser,
+             http::Response head, std::string what)
+      : conn_(std::move(conn)), parser_(std::move(parser)), head_(std::move(head)), what_(std::move(what)) {}
+
+  ~StreamImpl() override {
+    // Complete (abort) any pending read before the parser it writes into goes away.
+    conn_->close();
+    conn_->ioc.restart();
+    conn_->ioc.run();
+  }
+
+  const http::Response& head() const override { return head_; }
+
+  Result<Read, TransportError> read(std::chrono::milliseconds wait, std::string& out) override {
+    if (cancelled_) return fail(TransportError{Kind::Cancelled, what_ + ": cancelled", true});
+    if (failed_) return fail(*failed_);
+    if (parser_->is_done()) return Read::End;
+    const auto deadline = Clock::now() + wait;
+    for (;;) {
+      if (!in_flight_) {
+        in_flight_ = true;
+        conn_->visit([&](auto& s) {
+          bhttp::async_read_some(s, conn_->buffer, *parser_, [this](const boost::system::error_code& e, size_t) {
+            ec_ = e;
+            in_flight_ = false;
+          });
+        });
+      }
+      while (in_flight_) {
+        const auto now = Clock::now();
+        if (now >= deadline) break;
+        conn_->ioc.restart();
+        conn_->ioc.run_for(deadline - now);
+      }
+      if (cancelled_) return fail(TransportError{Kind::Cancelled, what_ + ": cancelled", true});
+      if (in_flight_) return Read::Timeout;
+      if (ec_) {
+        failed_ = TransportError{Kind::ConnectionLost,
+                                 fmt::format("{}: stream broken before the end of the body: {}", what_, ec_.message()), true};
+        return fail(*failed_);
+      }
+      auto& body = parser_->get().body();
+      if (!body.empty()) {
+        out.append(body);
+        body.clear();
+        return Read::Data;
+      }
+      if (parser_->is_done()) return Read::End;
+      if (Clock::now() >= deadline) return Read::Timeout;
+    }
+  }
+
+  void cancel() override {
+    cancelled_ = true;
+    // Closing on the io_context's own thread aborts a blocked read; if no read is running, the
+    // next read() sees the flag first.
+    asio::post(conn_->ioc, [c = conn_.get()] { c->close(); });
+  }
+
+ private:
+  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<bhttp::response_parser<bhttp::string_body>> parser_;
+  http::Response head_;
+  std::string what_;
+  bool in_flight_ = false;
+  boost::system::error_code ec_;
+  std::optional<TransportError> failed_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream(const http::Request& req) {
+  const auto deadline = Clock::now() + cfg.timeout;
+  for (int attempt = 0;; ++attempt) {
+    auto conn = acquire(deadline);
+    if (!conn) return fail(std::move(conn.error()));
+    Connection& c = **conn;
+    if (auto w = write(c, req, deadline); !w) {
+      if (attempt == 0 && retry_on_fresh(c, req, w.error(), false)) continue;
+      return fail(std::move(w.error()));
+    }
+    auto parser = std::make_unique<bhttp::response_parser<bhttp::string_body>>();
+    parser->body_limit(boost::none);
+    boost::system::error_code ec;
+    bool done = false;
+    c.visit([&](auto& s) {
+      bhttp::async_read_header(s, c.buffer, *parser, [&](const boost::system::error_code& e, size_t) {
+        ec = e;
+        done = true;
+      });
+    });
+    if (!run_until(c, done, deadline))
+      return fail(TransportError{Kind::Timeout, fmt::format("{}: no response headers within {}", describe(req),
+                                                            ms_text(cfg.timeout)), true});
+    if (ec) {
+      auto e = read_error(req, ec, parser->got_some());
+      if (attempt == 0 && retry_on_fresh(c, req, e, parser->got_some())) continue;
+      return fail(std::move(e));
+    }
+    http::Response head = head_of(*parser);
+    // Body bytes that arrived with the headers are already in the parser's buffer; read() hands
+    // them out first.
+    return std::unique_ptr<BodyStream>(
+        std::make_unique<StreamImpl>(std::move(*conn), std::move(parser), std::move(head), describe(req)));
+  }
+}
+
+Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Transport::~Transport() = default;
+
+Result<std::unique_ptr<Transport>> Transport::create(const RestConfig& cfg, TransportOptions opts) {
+  if (cfg.host.empty()) return fail("transport: no server host configured");
+  auto impl = std::make_unique<Impl>(cfg, std::move(opts));
+  if (cfg.scheme == "https") {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    boost::system::error_code ec;
+    if (cfg.insecure) {
+      ctx->set_verify_mode(ssl::verify_none);
+    } else {
+      ctx->set_verify_mode(ssl::verify_peer);
+      if (!cfg.ca_pem.empty()) {
+        ctx->add_certificate_authority(asio::buffer(cfg.ca_pem), ec);
+        if (ec) return fail(fmt::format("transport: certificate authority PEM: {}", ec.message()));
+      } else {
+        ctx->set_default_verify_paths(ec);
+        if (ec) return fail(fmt::format("transport: system trust store: {}", ec.message()));
+      }
+    }
+    if (!cfg.client_cert_pem.empty()) {
+      ctx->use_certificate_chain(asio::buffer(cfg.client_cert_pem), ec);
+      if (ec) return fail(fmt::format("transport: client certificate PEM: {}", ec.message()));
+      ctx->use_private_key(asio::buffer(cfg.client_key_pem), ssl::context::pem, ec);
+      if (ec) return fail(fmt::format("transport: client key PEM: {}", ec.message()));
+    }
+    impl->ssl_ctx = std::move(ctx);
+  } else if (cfg.scheme != "http") {
+    return fail(fmt::format("transport: unsupported scheme \"{}\"", cfg.scheme));
+  }
+  return std::unique_ptr<Transport>(new Transport(std::move(impl)));
+}
+
+Result<http::Response, http::TransportError> Transport::send(const http::Request& req, std::chrono::milliseconds timeout) {
+  return impl_->send(req, timeout);
+}
+
+Result<std::unique_ptr<BodyStream>, http::TransportError> Transport::open_stream(const http::Request& req) {
+  return impl_->open_stream(req);
+}
+
+std::string Transport::current_token() { return impl_->token.get(); }
+
+size_t Transport::idle_connections() const {
+  std::lock_guard lock(impl_->pool_mu);
+  return impl_->idle.size();
+}
+
+size_t Transport::connections_opened() const { return impl_->opened.load(); }
+
+}  // namespace unitrain::kube

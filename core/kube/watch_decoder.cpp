@@ -1,0 +1,113 @@
+#include "core/kube/watch_decoder.h"
+
+#include <fmt/format.h>
+
+namespace unitrain::kube {
+
+std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view s) {
+  if (s == "ADDED") return WatchEvent::Type::Added;
+  if (s == "MODIFIED") return WatchEvent::Type::Modified;
+  if (s == "DELETED") return WatchEvent::Type::Deleted;
+  if (s == "BOOKMARK") return WatchEvent::Type::Bookmark;
+  if (s == "ERROR") return WatchEvent::Type::Error;
+  return std::nullopt;
+}
+
+Result<WatchEvent> watch_event_from_json(json::Document frame) {
+  json::Value& root = frame.root();
+  if (!root.IsObject()) return fail("watch event: not a JSON object");
+  auto type = root.FindMember("type");
+  if (type == root.MemberEnd() || !type->value.IsString()) return fail("watch event: \"type\" missing or not a string");
+  std::string_view ts(type->value.GetString(), type->value.GetStringLength());
+  auto t = parse_watch_event_type(ts);
+  if (!t) return fail(fmt::format("watch event: unknown type \"{}\"", ts));
+  auto obj = root.FindMember("object");
+  if (obj == root.MemberEnd() || !obj->value.IsObject())
+    return fail(fmt::format("watch event {}: \"object\" missing or not an object", ts));
+  WatchEvent ev;
+  ev.type = *t;
+  // Moving the subtree keeps the frame's allocator alive inside ev.object: swap the object out
+  // into the frame's root so no deep copy of a possibly large object is made.
+  json::Value moved(std::move(obj->value));
+  root.Swap(moved);
+  ev.object = std::move(frame);
+  return ev;
+}
+
+void WatchDecoder::feed(std::string_view bytes) {
+  if (failed_) return;
+  if (start_ > 0 && start_ >= buf_.size() / 2) {
+    // Drop consumed bytes once they are the larger part, so a long watch does not grow the
+    // buffer and each byte moves O(1) times on average.
+    buf_.erase(0, start_);
+    consumed_ += start_;
+    scan_ -= start_;
+    start_ = 0;
+  }
+  buf_.append(bytes);
+}
+
+Result<std::optional<WatchEvent>> WatchDecoder::next() {
+  if (failed_) return fail(*failed_);
+  while (scan_ < buf_.size()) {
+    const char c = buf_[scan_];
+    if (depth_ == 0) {
+      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        ++scan_;
+        start_ = scan_;
+        continue;
+      }
+      if (c != '{') {
+        failed_ = Error(fmt::format("watch stream: unexpected byte 0x{:02x} at offset {} (expected '{{')",
+                                    static_cast<unsigned char>(c), consumed_ + scan_));
+        return fail(*failed_);
+      }
+      start_ = scan_;
+      depth_ = 1;
+      ++scan_;
+      continue;
+    }
+    ++scan_;
+    if (scan_ - start_ > max_frame_) {
+      failed_ = Error(fmt::format("watch stream: frame at offset {} exceeds {} bytes", consumed_ + start_, max_frame_));
+      return fail(*failed_);
+    }
+    if (in_string_) {
+      if (escape_) escape_ = false;
+      else if (c == '\\') escape_ = true;
+      else if (c == '"') in_string_ = false;
+      continue;
+    }
+    if (c == '"') in_string_ = true;
+    else if (c == '{' || c == '[') ++depth_;
+    else if (c == '}' || c == ']') {
+      if (--depth_ == 0) {
+        std::string_view frame(buf_.data() + start_, scan_ - start_);
+        const size_t frame_offset = consumed_ + start_;
+        start_ = scan_;
+        auto doc = json::Document::parse(frame);
+        if (!doc) {
+          failed_ = Error(fmt::format("watch stream: frame at offset {}: {}", frame_offset, doc.error().message));
+          return fail(*failed_);
+        }
+        auto ev = watch_event_from_json(std::move(*doc));
+        if (!ev) {
+          failed_ = Error(fmt::format("watch stream: frame at offset {}: {}", frame_offset, ev.error().message));
+          return fail(*failed_);
+        }
+        return std::optional<WatchEvent>(std::move(*ev));
+      }
+    }
+  }
+  return std::optional<WatchEvent>{};
+}
+
+Status WatchDecoder::finish() const {
+  if (failed_) return fail(*failed_);
+  if (depth_ != 0 || scan_ != buf_.size() || start_ != buf_.size())
+    return fail(fmt::format("watch stream ended inside an event at offset {} ({} bytes of a partial frame)",
+                            consumed_ + start_, buf_.size() - start_));
+  return {};
+}
+
+}  // namespace unitrain::kube

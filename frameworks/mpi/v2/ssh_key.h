@@ -1,0 +1,24 @@
+// The per-job SSH identity of MPIJob v2: an ECDSA P-521 key pair, as mpi-operator stores it in
+// the `J-ssh` Secret (private key PEM "EC PRIVATE KEY" in SEC1 form, public key as one OpenSSH
+// authorized_keys line).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/base/result.h"
+
+namespace unitrain::frameworks::mpi::v2 {
+
+struct SshKeyPair {
+  std::string private_key_pem;  // "-----BEGIN EC PRIVATE KEY-----\n..."
+  std::string authorized_key;   // "ecdsa-sha2-nistp521 <base64 wire blob>\n"
+};
+
+// Fresh key pair from OpenSSL's CSPRNG. Errors carry OpenSSL's reason.
+Result<SshKeyPair> generate_ssh_key();
+
+// Standard base64 (RFC 4648, padded, no line breaks), as Secret data is encoded.
+std::string base64(std::string_view bytes);
+
+}  // namespace unitrain::frameworks::mpi::v2

@@ -1,0 +1,252 @@
+// MXJob hooks, following training-operator v1.8.1 (validation inside the reconciler, env, status).
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/api/field_errors.h"
+#include "core/api/labels.h"
+#include "core/framework/common_hooks.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/json/json.h"
+#include "frameworks/mxnet/register.h"
+
+namespace unitrain::frameworks::mxnet {
+namespace {
+
+using api::FieldError;
+using api::FieldPath;
+using framework::DesiredObject;
+using framework::Observed;
+using framework::PodSlot;
+using framework::StatusProposal;
+using framework::common::EnvVar;
+using framework::common::lower;
+using framework::common::member;
+using framework::common::replicas_of;
+using framework::common::string_at;
+using json::Document;
+using json::Value;
+
+constexpr std::string_view kKind = "MXJob";
+constexpr std::string_view kScheduler = "Scheduler";
+constexpr std::string_view kServer = "Server";
+constexpr std::string_view kWorker = "Worker";
+constexpr std::string_view kPortName = "mxjob-port";
+constexpr std::string_view kTunerServerKey = "tuner-server-key";
+
+const std::vector<std::string> kReplicaTypes = {"Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"};
+// Upstream re-cases only the training types; Tuner* keys are left as written.
+const std::vector<std::string> kRecased = {"Scheduler", "Server", "Worker"};
+
+std::string quoted(std::string_view s) {
+  json::Document d = json::Document::object();
+  return json::dump(json::str(s, d.alloc()));
+}
+
+class Deprecation final : public framework::DeprecationNotice {
+ public:
+  std::string warning() const override { return kDeprecationWarning; }
+};
+
+class MXPlugin final : public framework::FrameworkPlugin {
+ public:
+  explicit MXPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+  framework::Capabilities capabilities() const override { return {.deprecation = &deprecation_}; }
+
+  void set_defaults(Document& job) const override {
+    framework::common::set_replica_defaults(d_, job, "Never", kRecased);
+  }
+
+  // Upstream validates MXJobs in the reconciler and stops at the first problem; the message
+  // (the detail here) is upstream's. The webhook itself never rejects, it only warns.
+  framework::Validation validate(const Value*, const Value& job) const override {
+    framework::Validation out;
+    out.warnings.push_back(kDeprecationWarning);
+    const std::string name = string_at(job, "/metadata/name");
+    if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
+      std::string joined;
+      for (const auto& r : reasons) joined += (joined.empty() ? "" : " ") + r;
+      out.errors.push_back(FieldError::invalid(FieldPath("metadata").child("name"), name, fmt::format("MXJob name is invalid: [{}]", joined)));
+      return out;
+    }
+    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
+    const Value* specs = framework::common::replica_specs(d_, job);
+    if (specs == nullptr) {
+      out.errors.push_back(FieldError::required(specs_path, "MXJobSpec is not valid"));
+      return out;
+    }
+    for (const auto& m : specs->GetObject()) {
+      const std::string rt(m.name.GetString(), m.name.GetStringLength());
+      const FieldPath containers_path = specs_path.key(rt).child("template").child("spec").child("containers");
+      const Value* containers = framework::common::containers_of_spec(&m.value);
+      if (containers == nullptr || containers->Empty()) {
+        out.errors.push_back(FieldError::required(containers_path, fmt::format("MXJobSpec is not valid: containers definition expected in {}", rt)));
+        return out;
+      }
+      bool named = false;
+      for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
+        if (string_at((*containers)[i], "/image").empty()) {
+          out.errors.push_back(FieldError::required(containers_path.index(i).child("image"),
+                                                    fmt::format("MXJobSpec is not valid: Image is undefined in the container of {}", rt)));
+          return out;
+        }
+        if (string_at((*containers)[i], "/name") == d_.default_container) named = true;
+      }
+      if (!named) {
+        out.errors.push_back(FieldError::required(
+            containers_path, fmt::format("MXJobSpec is not valid: There is no container named {} in {}", d_.default_container, rt)));
+        return out;
+      }
+    }
+    // Upstream counts Scheduler keys, which a map cannot repeat; we check the replica count.
+    if (const Value* scheduler = member(specs, kScheduler); scheduler != nullptr && replicas_of(scheduler) > 1) {
+      out.errors.push_back(FieldError::forbidden(specs_path.key(kScheduler).child("replicas"), "more than 1 scheduler found"));
+    }
+    return out;
+  }
+
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+
+  Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
+    const std::string name = string_at(job, "/metadata/name");
+    const Value* specs = framework::common::replica_specs(d_, job);
+    if (specs == nullptr) return fail(fmt::format("MXJob {}: spec.mxReplicaSpecs is missing", name));
+    // Cluster and labels maps keyed by lower-cased type, sorted as Go marshals maps.
+    std::map<std::string, std::string> cluster;
+    std::map<std::string, std::string> labels;
+    std::map<std::string, std::pair<std::string, int32_t>> first;  // type -> (url, port) of index 0
+    std::map<std::string, int32_t> replicas;
+    for (const auto& m : specs->GetObject()) {
+      const std::string rt(m.name.GetString(), m.name.GetStringLength());
+      const std::string lrt = lower(rt);
+      auto port = framework::common::named_port(d_, &m.value, kPortName);
+      if (!port) {
+        return fail(fmt::format("MXJob {}: spec.mxReplicaSpecs[{}]: container \"{}\" has no port named \"{}\"", name, rt,
+                                d_.default_container, kPortName));
+      }
+      std::string list = "[";
+      for (int32_t i = 0; i < replicas_of(&m.value); ++i) {
+        const std::string url = fmt::format("{}-{}-{}", name, lrt, i);
+        if (i == 0) first[lrt] = {url, *port};
+        list += fmt::format("{}{{\"url\":{},\"port\":{}}}", i == 0 ? "" : ",", quoted(url), *port);
+      }
+      cluster[lrt] = list + "]";
+      labels[lrt] = string_at(m.value, "/template/metadata/annotations/" + json::escape_pointer_token(kTunerServerKey));
+      replicas[lrt] = replicas_of(&m.value);
+    }
+    std::string cluster_json = "{";
+    std::string labels_json = "{";
+    for (const auto& [k, v] : cluster) cluster_json += fmt::format("{}{}:{}", cluster_json.size() == 1 ? "" : ",", quoted(k), v);
+    for (const auto& [k, v] : labels) labels_json += fmt::format("{}{}:{}", labels_json.size() == 1 ? "" : ",", quoted(k), quoted(v));
+    const std::string role = lower(slot.replica_type);
+    const std::string config = fmt::format("{{\"cluster\":{}}},\"labels\":{}}},\"task\":{{\"type\":{},\"index\":{}}}}}", cluster_json,
+                                           labels_json, quoted(role), slot.index);
+    auto sched = first.find("scheduler");
+    std::vector<EnvVar> env = {
+        {"MX_CONFIG", config, ""},
+        {"DMLC_PS_ROOT_PORT", std::to_string(sched == first.end() ? 0 : sched->second.second), ""},
+        {"DMLC_PS_ROOT_URI", sched == first.end() ? "" : sched->second.first, ""},
+        {"DMLC_NUM_SERVER", std::to_string(replicas.count("server") ? replicas["server"] : 0), ""},
+        {"DMLC_NUM_WORKER", std::to_string(replicas.count("worker") ? replicas["worker"] : 0), ""},
+        {"DMLC_ROLE", role, ""},
+        {"DMLC_USE_KUBERNETES", "1", ""},
+    };
+    if (slot.replica_type == kWorker) env.push_back({"DMLC_WORKER_ID", std::to_string(slot.index), ""});
+    if (slot.replica_type == kServer) {
+      if (auto s = framework::common::set_master_role(pod); !s) return s;
+    }
+    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
+      framework::common::ensure_default_port(d_, *containers, pod.alloc());
+    }
+    return framework::common::append_env(pod, env);
+  }
+
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
+    return framework::common::replica_services(d_, job);
+  }
+
+  StatusProposal compute_status(const Value& job, const Observed& observed) const override {
+    StatusProposal p;
+    const std::string name = string_at(job, "/metadata/name");
+    for (const std::string& rt : kReplicaTypes) {
+      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
+      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
+    }
+    const Value* worker = framework::common::replica_spec(d_, job, kWorker);
+    const bool single = worker != nullptr && replicas_of(worker) == 1 &&
+                        framework::common::replica_spec(d_, job, kScheduler) == nullptr &&
+                        framework::common::replica_spec(d_, job, kServer) == nullptr;
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = framework::common::replica_spec(d_, job, rt);
+      if (spec == nullptr) continue;
+      const auto& c = p.replica_statuses[rt];
+      if (rt == kScheduler || single) {
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "MXJobRunning", fmt::format("MXJob {} is running.", name)});
+        if (replicas_of(spec) - c.succeeded == 0) {
+          p.conditions.push_back({"Succeeded", "True", "MXJobSucceeded", fmt::format("MXJob {} is successfully completed.", name)});
+          p.set_completion_time = true;
+          return p;
+        }
+      }
+      if (c.failed > 0) {
+        if (string_at(*spec, "/restartPolicy") == "ExitCode") {
+          p.conditions.push_back({"Restarting", "True", "MXJobRestarting",
+                                  fmt::format("mxjob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
+        } else {
+          p.conditions.push_back({"Failed", "True", "MXJobFailed",
+                                  fmt::format("mxjob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
+          p.set_completion_time = true;
+          return p;
+        }
+      }
+    }
+    return p;
+  }
+
+ private:
+  framework::FrameworkDescriptor d_;
+  Deprecation deprecation_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "kubeflow.org/mxjob";
+  d.aliases = {"mxjob", "mxnet"};
+  d.group = "kubeflow.org";
+  d.version = "v1";
+  d.kind = std::string(kKind);
+  d.plural = "mxjobs";
+  d.singular = "mxjob";
+  d.replica_specs_field = "mxReplicaSpecs";
+  d.replica_types = kReplicaTypes;
+  d.default_container = "mxnet";
+  d.default_port_name = std::string(kPortName);
+  d.default_port = 9091;
+  d.controller_name = "mxjob-controller";
+  d.metrics_framework = "mxnet";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.owns_unset_managed_by = true;
+  return d;
+}
+
+std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
+  return std::make_unique<MXPlugin>(make_descriptor());
+}
+
+}  // namespace
+
+Status register_mxnet(framework::Registry& registry) {
+  framework::Registration r;
+  r.descriptor = make_descriptor();
+  r.factory = &make_plugin;
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::mxnet

@@ -1,0 +1,176 @@
+// PaddleJob hooks, following training-operator v1.8.1 (defaults, env, status) and the v1.9 webhook.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/framework/common_hooks.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/json/json.h"
+#include "frameworks/paddle/register.h"
+
+namespace unitrain::frameworks::paddle {
+namespace {
+
+using framework::DesiredObject;
+using framework::Observed;
+using framework::PodSlot;
+using framework::StatusProposal;
+using framework::common::EnvVar;
+using framework::common::replicas_of;
+using framework::common::string_at;
+using json::Document;
+using json::Value;
+
+constexpr std::string_view kKind = "PaddleJob";
+constexpr std::string_view kMaster = "Master";
+constexpr std::string_view kWorker = "Worker";
+constexpr std::string_view kPortName = "master";
+constexpr int32_t kPort = 36543;
+
+const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+
+class PaddlePlugin final : public framework::FrameworkPlugin {
+ public:
+  explicit PaddlePlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+
+  void set_defaults(Document& job) const override {
+    framework::common::set_replica_defaults(d_, job, "OnFailure", kReplicaTypes);
+    framework::common::set_elastic_replica_defaults(d_, job);
+  }
+
+  framework::Validation validate(const Value* old_job, const Value& job) const override {
+    framework::Validation out;
+    framework::common::validate_name(job, out.errors);
+    framework::common::validate_managed_by(old_job, job, out.errors);
+    framework::common::validate_replica_specs(d_, job, {.restrict_types = true, .quote_default_name = true}, out.errors);
+    return out;
+  }
+
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+
+  Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
+    const std::string name = string_at(job, "/metadata/name");
+    const bool ps_mode = framework::common::replica_spec(d_, job, kMaster) != nullptr;
+    // The endpoint lives on Master 0 in PS mode and on Worker 0 in collective mode.
+    const std::string_view endpoint_type = ps_mode ? kMaster : kWorker;
+    const int32_t port =
+        framework::common::named_port(d_, framework::common::replica_spec(d_, job, endpoint_type), kPortName).value_or(kPort);
+    std::vector<EnvVar> env = {
+        {"PYTHONUNBUFFERED", "1", ""},
+        {"PADDLE_JOB_ID", name, ""},
+        {"PADDLE_NNODES", std::to_string(framework::common::total_replicas(d_, job)), ""},
+    };
+    if (slot.replica_type == endpoint_type && slot.index == 0) {
+      env.push_back({"POD_IP_DUMMY", "", "status.podIP"});
+      env.push_back({"PADDLE_MASTER", fmt::format("$(POD_IP_DUMMY):{}", port), ""});
+    } else {
+      env.push_back({"PADDLE_MASTER", fmt::format("{}-{}-0:{}", name, framework::common::lower(endpoint_type), port), ""});
+    }
+    if (ps_mode) {
+      if (slot.replica_type == kMaster) env.push_back({"PADDLE_SERVER_NUM", "1", ""});
+      if (slot.replica_type == kWorker) env.push_back({"PADDLE_TRAINER_NUM", "1", ""});
+    }
+    if (slot.replica_type == kMaster) {
+      if (auto s = framework::common::set_master_role(pod); !s) return s;
+    }
+    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
+      framework::common::ensure_default_port(d_, *containers, pod.alloc());
+    }
+    return framework::common::append_env(pod, env);
+  }
+
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
+    return framework::common::replica_services(d_, job);
+  }
+
+  StatusProposal compute_status(const Value& job, const Observed& observed) const override {
+    StatusProposal p;
+    const std::string name = string_at(job, "/metadata/name");
+    const std::string ns = string_at(job, "/metadata/namespace");
+    const bool master = framework::common::replica_spec(d_, job, kMaster) != nullptr;
+    for (const std::string& rt : kReplicaTypes) {
+      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
+      auto& counts = p.replica_statuses[rt];
+      counts = framework::common::count_replicas(d_, rt, observed);
+      counts.selector = framework::common::selector_string(d_, name, rt);
+    }
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = framework::common::replica_spec(d_, job, rt);
+      if (spec == nullptr) continue;
+      const auto& c = p.replica_statuses[rt];
+      const int32_t replicas = replicas_of(spec);
+      const int32_t expected = replicas - c.succeeded;
+      if (rt == kMaster) {
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "PaddleJobRunning", fmt::format("PaddleJob {} is running.", name)});
+        if (expected == 0) {
+          p.conditions.push_back({"Succeeded", "True", "PaddleJobSucceeded", fmt::format("PaddleJob {} is successfully completed.", name)});
+          p.set_completion_time = true;
+          return p;
+        }
+      } else if (!master) {
+        if (expected == 0) {
+          p.conditions.push_back({"Succeeded", "True", "PaddleJobSucceeded", fmt::format("PaddleJob {}/{} successfully completed.", ns, name)});
+          p.set_completion_time = true;
+          return p;
+        }
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "PaddleJobRunning", fmt::format("PaddleJob {}/{} is running.", ns, name)});
+      }
+      if (c.failed > 0 && replicas > c.succeeded + c.active) {
+        if (string_at(*spec, "/restartPolicy") != "Never") {
+          p.conditions.push_back({"Restarting", "True", "PaddleJobRestarting",
+                                  fmt::format("PaddleJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
+        } else {
+          p.conditions.push_back({"Failed", "True", "PaddleJobFailed",
+                                  fmt::format("PaddleJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
+          p.set_completion_time = true;
+        }
+      }
+    }
+    return p;
+  }
+
+ private:
+  framework::FrameworkDescriptor d_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "kubeflow.org/paddlejob";
+  d.aliases = {"paddlejob", "paddle"};
+  d.group = "kubeflow.org";
+  d.version = "v1";
+  d.kind = std::string(kKind);
+  d.plural = "paddlejobs";
+  d.singular = "paddlejob";
+  d.replica_specs_field = "paddleReplicaSpecs";
+  d.replica_types = kReplicaTypes;
+  d.default_container = "paddle";
+  d.default_port_name = std::string(kPortName);
+  d.default_port = kPort;
+  d.controller_name = "paddlejob-controller";
+  d.metrics_framework = "paddle";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.owns_unset_managed_by = true;
+  return d;
+}
+
+std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
+  return std::make_unique<PaddlePlugin>(make_descriptor());
+}
+
+}  // namespace
+
+Status register_paddle(framework::Registry& registry) {
+  framework::Registration r;
+  r.descriptor = make_descriptor();
+  r.factory = &make_plugin;
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::paddle

@@ -1,0 +1,395 @@
+// PyTorchJob hooks. Behaviour follows training-operator v1.8.1 (defaults, env, init container,
+// services, HPA, status) and the v1.9 webhook (validation); see
+// /docs/compatibility.md for the upstream quirks this module keeps or fixes.
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/api/field_errors.h"
+#include "core/framework/common_hooks.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/json/json.h"
+#include "frameworks/pytorch/register.h"
+
+namespace unitrain::frameworks::pytorch {
+namespace {
+
+using api::FieldError;
+using api::FieldPath;
+using framework::DesiredObject;
+using framework::Observed;
+using framework::PodSlot;
+using framework::StatusProposal;
+using json::Document;
+using json::Value;
+
+constexpr std::string_view kKind = "PyTorchJob";
+constexpr std::string_view kMaster = "Master";
+constexpr std::string_view kWorker = "Worker";
+constexpr std::string_view kContainer = "pytorch";
+constexpr std::string_view kPortName = "pytorchjob-port";
+constexpr int32_t kPort = 23456;
+constexpr std::string_view kController = "pytorchjob-controller";
+constexpr std::string_view kDefaultRestartPolicy = "OnFailure";
+
+constexpr std::string_view kLabelReplicaType = "training.kubeflow.org/replica-type";
+
+const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+
+framework::FrameworkDescriptor make_descriptor();
+
+// The module's descriptor, built once; the shared hooks are parameterised by it.
+const framework::FrameworkDescriptor& desc() {
+  static const framework::FrameworkDescriptor d = make_descriptor();
+  return d;
+}
+
+using framework::common::lower;
+using framework::common::member;
+using framework::common::replicas_of;
+using framework::common::string_at;
+
+
+const Value* replica_spec(const Value& job, std::string_view rt) { return framework::common::replica_spec(desc(), job, rt); }
+bool has_master(const Value& job) { return replica_spec(job, kMaster) != nullptr; }
+int32_t total_replicas(const Value& job) { return framework::common::total_replicas(desc(), job); }
+std::optional<int32_t> named_port(const Value* spec, std::string_view name) {
+  return framework::common::named_port(desc(), spec, name);
+}
+
+// "auto" and the device names count one process per node for WORLD_SIZE, as upstream does.
+int32_t nproc_per_node_int(const Value& job) {
+  auto s = json::get_string(job, "/spec/nprocPerNode");
+  if (!s) return 1;
+  int32_t n = 0;
+  auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), n);
+  if (ec != std::errc() || ptr != s->data() + s->size()) return 1;
+  return n;
+}
+
+using framework::common::EnvVar;
+
+std::string master_address(const Value& job) { return string_at(job, "/metadata/name") + "-master-0"; }
+
+Result<std::vector<EnvVar>> env_for(const Value& job, const PodSlot& slot) {
+  std::vector<EnvVar> env;
+  env.push_back({"PYTHONUNBUFFERED", "1"});
+  const std::string name = string_at(job, "/metadata/name");
+  if (has_master(job)) {
+    auto port = named_port(replica_spec(job, kMaster), kPortName);
+    if (!port) return fail(fmt::format("PyTorchJob {}: spec.pytorchReplicaSpecs[Master]: container \"{}\" has no port named \"{}\"", name, kContainer, kPortName));
+    env.push_back({"MASTER_PORT", std::to_string(*port)});
+    env.push_back({"PET_MASTER_PORT", std::to_string(*port)});
+    env.push_back({"MASTER_ADDR", master_address(job)});
+    env.push_back({"PET_MASTER_ADDR", master_address(job)});
+    int32_t rank = slot.index + (slot.replica_type == kWorker ? 1 : 0);
+    env.push_back({"WORLD_SIZE", std::to_string(total_replicas(job) * nproc_per_node_int(job))});
+    env.push_back({"RANK", std::to_string(rank)});
+    env.push_back({"PET_NODE_RANK", std::to_string(rank)});
+  }
+  if (auto nproc = json::get_string(job, "/spec/nprocPerNode")) env.push_back({"PET_NPROC_PER_NODE", std::string(*nproc)});
+
+  const Value* elastic = json::find(job, "/spec/elasticPolicy");
+  if (elastic != nullptr && elastic->IsObject()) {
+    const Value* worker = replica_spec(job, kWorker);
+    std::string host = string_at(*elastic, "/rdzvHost");
+    if (host.empty()) host = name + "-worker-0";
+    std::optional<int64_t> port = json::get_int(*elastic, "/rdzvPort");
+    if (!port) {
+      auto wp = named_port(worker, kPortName);
+      if (!wp) return fail(fmt::format("PyTorchJob {}: spec.pytorchReplicaSpecs[Worker]: container \"{}\" has no port named \"{}\" for the rendezvous endpoint", name, kContainer, kPortName));
+      port = *wp;
+    }
+    env.push_back({"PET_RDZV_ENDPOINT", fmt::format("{}:{}", host, *port)});
+    std::string backend = string_at(*elastic, "/rdzvBackend");
+    env.push_back({"PET_RDZV_BACKEND", backend.empty() ? "c10d" : backend});
+    auto min = json::get_int(*elastic, "/minReplicas");
+    auto max = json::get_int(*elastic, "/maxReplicas");
+    if (min || max) {
+      env.push_back({"PET_NNODES", fmt::format("{}:{}", min.value_or(*max), max.value_or(*min))});
+    } else {
+      if (worker == nullptr) return fail(fmt::format("PyTorchJob {}: spec.pytorchReplicaSpecs[Worker] is required with an elastic policy", name));
+      env.push_back({"PET_NNODES", std::to_string(replicas_of(worker))});
+    }
+    if (auto v = json::get_int(*elastic, "/maxRestarts")) env.push_back({"PET_MAX_RESTARTS", std::to_string(*v)});
+    if (auto v = json::get_int(*elastic, "/nProcPerNode")) env.push_back({"PET_NPROC_PER_NODE", std::to_string(*v)});
+    if (auto v = json::get_string(*elastic, "/rdzvId")) env.push_back({"PET_RDZV_ID", std::string(*v)});
+    if (const Value* conf = member(elastic, "rdzvConf"); conf != nullptr && conf->IsArray()) {
+      std::string joined;
+      for (const auto& kv : conf->GetArray()) {
+        if (!joined.empty()) joined += ',';
+        joined += string_at(kv, "/key") + "=" + string_at(kv, "/value");
+      }
+      env.push_back({"PET_RDZV_CONF", joined});
+    }
+    if (json::get_bool(*elastic, "/standalone").value_or(false)) env.push_back({"PET_STANDALONE", ""});
+  } else {
+    env.push_back({"PET_NNODES", std::to_string(total_replicas(job))});
+  }
+  return env;
+}
+
+// The pod that carries `job-role: master`: every Master pod, else worker 0.
+bool is_master_role(const Value& job, const PodSlot& slot) {
+  if (has_master(job)) return slot.replica_type == kMaster;
+  return slot.replica_type == kWorker && slot.index == 0;
+}
+
+Value init_container(const Value& job, const std::string& image, const std::string& max_tries, json::Allocator& a) {
+  Value c(rapidjson::kObjectType);
+  c.AddMember("name", "init-pytorch", a);
+  c.AddMember("image", json::str(image, a), a);
+  Value command(rapidjson::kArrayType);
+  command.PushBack("sh", a);
+  command.PushBack("-c", a);
+  // Same loop as upstream's default template: bounded nslookup of the master's service name,
+  // failing the init container when it never resolves.
+  std::string script = fmt::format(
+      "err=1;for i in $(seq {}); do if nslookup {}; then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err",
+      max_tries, master_address(job));
+  command.PushBack(json::str(script, a), a);
+  c.AddMember("command", command, a);
+  Value limits(rapidjson::kObjectType);
+  limits.AddMember("cpu", "100m", a);
+  limits.AddMember("memory", "20Mi", a);
+  Value requests(rapidjson::kObjectType);
+  requests.AddMember("cpu", "50m", a);
+  requests.AddMember("memory", "10Mi", a);
+  Value resources(rapidjson::kObjectType);
+  resources.AddMember("limits", limits, a);
+  resources.AddMember("requests", requests, a);
+  c.AddMember("resources", resources, a);
+  c.AddMember("imagePullPolicy", "IfNotPresent", a);
+  return c;
+}
+
+class PyTorchPlugin final : public framework::FrameworkPlugin {
+ public:
+  PyTorchPlugin(framework::FrameworkDescriptor d, framework::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+
+  void set_defaults(Document& job) const override {
+    framework::common::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    framework::common::set_elastic_replica_defaults(d_, job);
+    const Value* elastic = json::find(job.root(), "/spec/elasticPolicy");
+    const bool elastic_nproc = elastic != nullptr && elastic->IsObject() && member(elastic, "nProcPerNode") != nullptr &&
+                               !member(elastic, "nProcPerNode")->IsNull();
+    const Value* nproc = json::find(job.root(), "/spec/nprocPerNode");
+    if ((nproc == nullptr || nproc->IsNull()) && !elastic_nproc) {
+      (void)json::set_string(job, "/spec/nprocPerNode", "auto");
+    }
+  }
+
+  framework::Validation validate(const Value* old_job, const Value& job) const override {
+    framework::Validation out;
+    auto& errs = out.errors;
+    framework::common::validate_name(job, errs);
+    framework::common::validate_managed_by(old_job, job, errs);
+    const FieldPath specs_path = FieldPath("spec").child("pytorchReplicaSpecs");
+    const Value* elastic = json::find(job, "/spec/elasticPolicy");
+    if (elastic != nullptr && elastic->IsObject()) {
+      if (replica_spec(job, kWorker) == nullptr) {
+        errs.push_back(FieldError::required(specs_path.key(kWorker), "must be configured if elastic policy is used"));
+      }
+      const Value* enp = member(elastic, "nProcPerNode");
+      if (enp != nullptr && !enp->IsNull()) {
+        out.warnings.push_back("spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead");
+        const Value* np = json::find(job, "/spec/nprocPerNode");
+        if (np != nullptr && !np->IsNull()) {
+          errs.push_back(FieldError::forbidden(FieldPath("spec").child("elasticPolicy").child("nProcPerNode"),
+                                               "must not be used with spec.nprocPerNode"));
+        }
+      }
+    }
+    framework::common::validate_replica_specs(d_, job, {}, errs);
+    if (const Value* specs = json::find(job, "/spec/pytorchReplicaSpecs"); specs != nullptr && specs->IsObject()) {
+      for (const auto& m : specs->GetObject()) {
+        std::string rt(m.name.GetString(), m.name.GetStringLength());
+        const Value* r = member(&m.value, "replicas");
+        if (rt == kMaster) {
+          if (r == nullptr || !r->IsInt() || r->GetInt() != 1) {
+            errs.push_back(FieldError::forbidden(specs_path.key(rt).child("replicas"), "must be 1"));
+          }
+        } else if (r != nullptr && r->IsInt() && r->GetInt() < 1) {
+          errs.push_back(FieldError::forbidden(specs_path.key(rt).child("replicas"), "must be at least 1"));
+        }
+      }
+    }
+    return out;
+  }
+
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+
+  Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
+    auto env = env_for(job, slot);
+    if (!env) return fail(env.error());
+    auto& a = pod.alloc();
+    if (is_master_role(job, slot)) {
+      if (auto s = framework::common::set_master_role(pod); !s) return s;
+    }
+    if (Value* containers = json::find(pod.root(), "/spec/containers")) framework::common::ensure_default_port(d_, *containers, a);
+    if (auto s = framework::common::append_env(pod, *env); !s) return s;
+    if (slot.replica_type == kWorker && has_master(job)) {
+      Value* spec = json::find(pod.root(), "/spec");
+      Value* inits = member(spec, "initContainers");
+      if (inits == nullptr || !inits->IsArray()) {
+        if (inits != nullptr) spec->RemoveMember("initContainers");
+        spec->AddMember("initContainers", Value(rapidjson::kArrayType), a);
+        inits = member(spec, "initContainers");
+      }
+      inits->PushBack(init_container(job, config_.option("pytorch-init-container-image"),
+                                     config_.option("pytorch-init-container-max-tries"), a),
+                      a);
+    }
+    return {};
+  }
+
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
+    auto services = framework::common::replica_services(d_, job);
+    if (!services) return fail(services.error());
+    std::vector<DesiredObject> out = std::move(*services);
+    const std::string name = string_at(job, "/metadata/name");
+    const std::string ns = string_at(job, "/metadata/namespace");
+
+    const Value* metrics = json::find(job, "/spec/elasticPolicy/metrics");
+    const bool suspended = json::get_bool(job, "/spec/runPolicy/suspend").value_or(false);
+    if (metrics != nullptr && !metrics->IsNull() && !suspended) {
+      Document hpa = Document::object();
+      auto& a = hpa.alloc();
+      Value& root = hpa.root();
+      root.AddMember("apiVersion", "autoscaling/v2", a);
+      root.AddMember("kind", "HorizontalPodAutoscaler", a);
+      Value meta(rapidjson::kObjectType);
+      meta.AddMember("name", json::str(name, a), a);
+      if (!ns.empty()) meta.AddMember("namespace", json::str(ns, a), a);
+      root.AddMember("metadata", meta, a);
+      Value spec(rapidjson::kObjectType);
+      Value target(rapidjson::kObjectType);
+      target.AddMember("kind", json::str(kKind, a), a);
+      target.AddMember("name", json::str(name, a), a);
+      target.AddMember("apiVersion", "kubeflow.org/v1", a);
+      spec.AddMember("scaleTargetRef", target, a);
+      if (const Value* min = json::find(job, "/spec/elasticPolicy/minReplicas")) spec.AddMember("minReplicas", Value(*min, a), a);
+      if (const Value* max = json::find(job, "/spec/elasticPolicy/maxReplicas")) spec.AddMember("maxReplicas", Value(*max, a), a);
+      spec.AddMember("metrics", Value(*metrics, a), a);
+      root.AddMember("spec", spec, a);
+      DesiredObject obj;
+      obj.resource = {"autoscaling", "v2", "horizontalpodautoscalers"};
+      obj.object = std::move(hpa);
+      obj.update = DesiredObject::Update::WhenDiffers;
+      obj.compared = {"/spec"};
+      obj.prune_undesired = true;
+      out.push_back(std::move(obj));
+    }
+    return out;
+  }
+
+  StatusProposal compute_status(const Value& job, const Observed& observed) const override {
+    StatusProposal p;
+    const std::string name = string_at(job, "/metadata/name");
+    const std::string ns = string_at(job, "/metadata/namespace");
+    const bool master = has_master(job);
+    const bool elastic = json::find(job, "/spec/elasticPolicy") != nullptr && json::find(job, "/spec/elasticPolicy")->IsObject();
+
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = replica_spec(job, rt);
+      if (spec == nullptr) continue;
+      auto& counts = p.replica_statuses[rt];
+      counts = framework::common::count_replicas(d_, rt, observed);
+      counts.selector = framework::common::selector_string(d_, name, rt);
+    }
+
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = replica_spec(job, rt);
+      if (spec == nullptr) continue;
+      const auto& c = p.replica_statuses[rt];
+      const int32_t replicas = replicas_of(spec);
+      const int32_t expected = replicas - c.succeeded;
+      if (rt == kMaster) {
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "PyTorchJobRunning", fmt::format("PyTorchJob {} is running.", name)});
+        if (expected == 0) {
+          p.conditions.push_back({"Succeeded", "True", "PyTorchJobSucceeded", fmt::format("PyTorchJob {} is successfully completed.", name)});
+          p.set_completion_time = true;
+          return p;
+        }
+      } else if (!master) {
+        if (expected == 0 || (elastic && c.succeeded > 0)) {
+          p.conditions.push_back({"Succeeded", "True", "PyTorchJobSucceeded", fmt::format("PyTorchJob {}/{} successfully completed.", ns, name)});
+          p.set_completion_time = true;
+          return p;
+        }
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "PyTorchJobRunning", fmt::format("PyTorchJob {}/{} is running.", ns, name)});
+      }
+      if (c.failed > 0 && replicas > c.succeeded + c.active) {
+        if (string_at(*spec, "/restartPolicy") != "Never") {
+          p.conditions.push_back({"Restarting", "True", "PyTorchJobRestarting",
+                                  fmt::format("PyTorchJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
+        } else {
+          p.conditions.push_back({"Failed", "True", "PyTorchJobFailed",
+                                  fmt::format("PyTorchJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
+          p.set_completion_time = true;
+        }
+      }
+    }
+    return p;
+  }
+
+  std::vector<kube::GroupVersionResource> pruned_resources() const override {
+    return {{"autoscaling", "v2", "horizontalpodautoscalers"}};
+  }
+
+ private:
+  framework::FrameworkDescriptor d_;
+  framework::PluginConfig config_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "kubeflow.org/pytorchjob";
+  d.aliases = {"pytorchjob", "pytorch"};
+  d.group = "kubeflow.org";
+  d.version = "v1";
+  d.kind = std::string(kKind);
+  d.plural = "pytorchjobs";
+  d.singular = "pytorchjob";
+  d.replica_specs_field = "pytorchReplicaSpecs";
+  d.replica_types = kReplicaTypes;
+  d.default_container = std::string(kContainer);
+  d.default_port_name = std::string(kPortName);
+  d.default_port = kPort;
+  d.controller_name = std::string(kController);
+  d.replica_type_label = std::string(kLabelReplicaType);
+  d.metrics_framework = "pytorch";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.owns_unset_managed_by = true;
+  d.owned_resources = {{"autoscaling", "v2", "horizontalpodautoscalers"}};
+  return d;
+}
+
+std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
+  return std::make_unique<PyTorchPlugin>(make_descriptor(), config);
+}
+
+}  // namespace
+
+Status register_pytorch(framework::Registry& registry) {
+  framework::Registration r;
+  r.descriptor = make_descriptor();
+  r.factory = &make_plugin;
+  r.options = {
+      {"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
+      {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
+  };
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::pytorch

@@ -1,0 +1,300 @@
+// TFJob hooks. Behaviour follows training-operator v1.8.1 (defaults, TF_CONFIG, services,
+// status) and the v1.9 webhook (validation); docs/compatibility.md lists the quirks fixed here.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/api/field_errors.h"
+#include "core/framework/common_hooks.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/json/json.h"
+#include "frameworks/tensorflow/register.h"
+
+namespace unitrain::frameworks::tensorflow {
+namespace {
+
+using api::FieldError;
+using api::FieldPath;
+using framework::DesiredObject;
+using framework::Observed;
+using framework::PodSlot;
+using framework::StatusProposal;
+using framework::common::lower;
+using framework::common::member;
+using framework::common::replicas_of;
+using framework::common::string_at;
+using json::Document;
+using json::Value;
+
+constexpr std::string_view kKind = "TFJob";
+constexpr std::string_view kChief = "Chief";
+constexpr std::string_view kMaster = "Master";
+constexpr std::string_view kWorker = "Worker";
+constexpr std::string_view kContainer = "tensorflow";
+constexpr std::string_view kPortName = "tfjob-port";
+constexpr int32_t kPort = 2222;
+constexpr std::string_view kDefaultRestartPolicy = "Never";
+
+// The order the status rules visit replica types in (upstream sorts them).
+const std::vector<std::string> kReplicaTypes = {"Chief", "Evaluator", "Master", "PS", "Worker"};
+
+bool has_chief_or_master(const framework::FrameworkDescriptor& d, const Value& job) {
+  return framework::common::replica_spec(d, job, kChief) != nullptr ||
+         framework::common::replica_spec(d, job, kMaster) != nullptr;
+}
+
+// Σ replicas over the five known types; TF_CONFIG is only written when this is not 1.
+int32_t known_replicas(const framework::FrameworkDescriptor& d, const Value& job) {
+  int32_t n = 0;
+  for (const std::string& rt : kReplicaTypes) {
+    if (const Value* spec = framework::common::replica_spec(d, job, rt)) n += replicas_of(spec);
+  }
+  return n;
+}
+
+std::string quoted(std::string_view s) {
+  json::Document d = json::Document::object();
+  return json::dump(json::str(s, d.alloc()));
+}
+
+// Cluster spec: lower-cased type -> addresses, keys sorted as Go marshals a map.
+std::map<std::string, std::vector<std::string>> cluster_spec(const framework::FrameworkDescriptor& d, const Value& job,
+                                                             std::string_view domain) {
+  std::map<std::string, std::vector<std::string>> cluster;
+  const std::string name = string_at(job, "/metadata/name");
+  const std::string ns = string_at(job, "/metadata/namespace");
+  const Value* specs = framework::common::replica_specs(d, job);
+  if (specs == nullptr) return cluster;
+  for (const auto& m : specs->GetObject()) {
+    const std::string rt = lower(std::string_view(m.name.GetString(), m.name.GetStringLength()));
+    const int32_t port = framework::common::named_port(d, &m.value, kPortName).value_or(kPort);
+    auto& list = cluster[rt];
+    for (int32_t i = 0; i < replicas_of(&m.value); ++i) {
+      std::string host = fmt::format("{}-{}-{}.{}.svc", name, rt, i, ns);
+      if (!domain.empty()) host += fmt::format(".{}", domain);
+      list.push_back(fmt::format("{}:{}", host, port));
+    }
+  }
+  return cluster;
+}
+
+std::string json_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ",") + quoted(items[i]);
+  return out + "]";
+}
+
+std::string task_json(std::string_view rt, int32_t index) {
+  return fmt::format("{{\"type\":{},\"index\":{}}}", quoted(rt), index);
+}
+
+std::string tf_config(const framework::FrameworkDescriptor& d, const Value& job, const PodSlot& slot,
+                      std::string_view domain) {
+  const auto cluster = cluster_spec(d, job, domain);
+  const std::string rt = lower(slot.replica_type);
+  if (json::get_bool(job, "/spec/enableDynamicWorker").value_or(false)) {
+    // Sparse form: a worker sees itself and every PS, a PS sees only itself.
+    std::string worker = "{}";
+    std::string ps = "[]";
+    auto ps_it = cluster.find("ps");
+    if (rt == "worker") {
+      auto w = cluster.find("worker");
+      const std::string addr =
+          w != cluster.end() && slot.index < static_cast<int32_t>(w->second.size()) ? w->second[static_cast<size_t>(slot.index)] : "";
+      worker = fmt::format("{{{}:{}}}", quoted(std::to_string(slot.index)), quoted(addr));
+      ps = ps_it == cluster.end() ? "null" : json_list(ps_it->second);
+    } else if (rt == "ps" && ps_it != cluster.end() && slot.index < static_cast<int32_t>(ps_it->second.size())) {
+      ps = json_list({ps_it->second[static_cast<size_t>(slot.index)]});
+    }
+    return fmt::format("{{\"cluster\":{{\"worker\":{},\"ps\":{}}},\"task\":{}}}", worker, ps, task_json(rt, slot.index));
+  }
+  std::string c = "{";
+  bool first = true;
+  for (const auto& [type, addrs] : cluster) {
+    c += fmt::format("{}{}:{}", first ? "" : ",", quoted(type), json_list(addrs));
+    first = false;
+  }
+  c += "}";
+  return fmt::format("{{\"cluster\":{},\"task\":{},\"environment\":\"cloud\"}}", c, task_json(rt, slot.index));
+}
+
+bool is_master_role(const framework::FrameworkDescriptor& d, const Value& job, const PodSlot& slot) {
+  if (has_chief_or_master(d, job)) return slot.replica_type == kChief || slot.replica_type == kMaster;
+  return slot.replica_type == kWorker && slot.index == 0;
+}
+
+// Exit code of the terminated `tensorflow` container of a pod, if it terminated.
+std::optional<int64_t> exit_code(const Value& pod) {
+  const Value* statuses = json::find(pod, "/status/containerStatuses");
+  if (statuses == nullptr || !statuses->IsArray()) return std::nullopt;
+  for (const auto& s : statuses->GetArray()) {
+    if (string_at(s, "/name") == kContainer) return json::get_int(s, "/state/terminated/exitCode");
+  }
+  return std::nullopt;
+}
+
+bool has_true_condition(const Value& job, std::string_view type) {
+  const Value* conds = json::find(job, "/status/conditions");
+  if (conds == nullptr || !conds->IsArray()) return false;
+  for (const auto& c : conds->GetArray()) {
+    if (string_at(c, "/type") == type && string_at(c, "/status") == "True") return true;
+  }
+  return false;
+}
+
+class TFPlugin final : public framework::FrameworkPlugin {
+ public:
+  TFPlugin(framework::FrameworkDescriptor d, framework::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+
+  void set_defaults(Document& job) const override {
+    framework::common::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    const Value* sp = json::find(job.root(), "/spec/successPolicy");
+    if (sp == nullptr || sp->IsNull()) (void)json::set_string(job, "/spec/successPolicy", "");
+  }
+
+  framework::Validation validate(const Value* old_job, const Value& job) const override {
+    framework::Validation out;
+    framework::common::validate_name(job, out.errors);
+    framework::common::validate_managed_by(old_job, job, out.errors);
+    // TF accepts any replica key (upstream does not restrict them).
+    framework::common::validate_replica_specs(d_, job, {.restrict_types = false}, out.errors);
+    if (const Value* specs = framework::common::replica_specs(d_, job)) {
+      const int keys = (member(specs, kChief) != nullptr ? 1 : 0) + (member(specs, kMaster) != nullptr ? 1 : 0);
+      if (keys > 1) {
+        out.errors.push_back(FieldError::forbidden(FieldPath("spec").child(d_.replica_specs_field),
+                                                   "must not have more than 1 Chief or Master role"));
+      }
+    }
+    return out;
+  }
+
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+
+  Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
+    if (is_master_role(d_, job, slot)) {
+      if (auto s = framework::common::set_master_role(pod); !s) return s;
+    }
+    Value* containers = json::find(pod.root(), "/spec/containers");
+    if (containers == nullptr || !containers->IsArray()) {
+      return fail(fmt::format("pod {}: spec.containers is missing", string_at(pod.root(), "/metadata/name")));
+    }
+    framework::common::ensure_default_port(d_, *containers, pod.alloc());
+    if (known_replicas(d_, job) == 1) return {};
+    return framework::common::append_env(pod, {{"TF_CONFIG", tf_config(d_, job, slot, config_.cluster_domain), ""}},
+                                         kContainer);
+  }
+
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
+    return framework::common::replica_services(d_, job);
+  }
+
+  StatusProposal compute_status(const Value& job, const Observed& observed) const override {
+    StatusProposal p;
+    const std::string name = string_at(job, "/metadata/name");
+    const std::string ns = string_at(job, "/metadata/namespace");
+    const bool chief = has_chief_or_master(d_, job);
+    const bool dynamic = json::get_bool(job, "/spec/enableDynamicWorker").value_or(false);
+    const bool all_workers = string_at(job, "/spec/successPolicy") == "AllWorkers";
+    const bool was_restarting = has_true_condition(job, "Restarting");
+
+    for (const std::string& rt : kReplicaTypes) {
+      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
+      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
+    }
+    bool worker0_completed = true;
+    if (framework::common::replica_spec(d_, job, kWorker) != nullptr) {
+      const Value* pod = framework::common::pod_at(d_, std::string(kWorker), 0, observed);
+      worker0_completed = pod != nullptr && string_at(*pod, "/status/phase") == "Succeeded" && exit_code(*pod) == 0;
+    }
+
+    // Upstream keeps visiting after Succeeded and may append Failed too (QUIRK 6); we stop at the
+    // first terminal condition so a job is never both.
+    auto succeed = [&] {
+      p.conditions.push_back({"Succeeded", "True", "TFJobSucceeded", fmt::format("TFJob {}/{} successfully completed.", ns, name)});
+      p.set_completion_time = true;
+    };
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = framework::common::replica_spec(d_, job, rt);
+      if (spec == nullptr) continue;
+      const auto& c = p.replica_statuses[rt];
+      const int32_t expected = replicas_of(spec) - c.succeeded;
+      if (chief) {
+        if (rt == kChief || rt == kMaster) {
+          if (c.active > 0) p.conditions.push_back({"Running", "True", "TFJobRunning", fmt::format("TFJob {}/{} is running.", ns, name)});
+          if (expected == 0) {
+            succeed();
+            return p;
+          }
+        }
+      } else if (rt == kWorker) {
+        if (expected == 0 || (worker0_completed && !all_workers)) {
+          succeed();
+          return p;
+        }
+        if (c.active > 0) p.conditions.push_back({"Running", "True", "TFJobRunning", fmt::format("TFJob {}/{} is running.", ns, name)});
+      }
+      if (c.failed > 0) {
+        if (was_restarting) {
+          p.conditions.push_back({"Restarting", "True", "TFJobRestarting",
+                                  fmt::format("TFJob {}/{} is restarting because {} {} replica(s) failed.", ns, name, c.failed, rt)});
+        } else if (dynamic && rt == kWorker) {
+          continue;
+        } else {
+          p.conditions.push_back({"Failed", "True", "TFJobFailed",
+                                  fmt::format("TFJob {}/{} has failed because {} {} replica(s) failed.", ns, name, c.failed, rt)});
+          p.set_completion_time = true;
+          return p;
+        }
+      }
+    }
+    return p;
+  }
+
+ private:
+  framework::FrameworkDescriptor d_;
+  framework::PluginConfig config_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "kubeflow.org/tfjob";
+  d.aliases = {"tfjob", "tensorflow"};
+  d.group = "kubeflow.org";
+  d.version = "v1";
+  d.kind = std::string(kKind);
+  d.plural = "tfjobs";
+  d.singular = "tfjob";
+  d.replica_specs_field = "tfReplicaSpecs";
+  d.replica_types = kReplicaTypes;
+  d.default_container = std::string(kContainer);
+  d.default_port_name = std::string(kPortName);
+  d.default_port = kPort;
+  d.controller_name = "tfjob-controller";
+  d.metrics_framework = "tensorflow";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.owns_unset_managed_by = true;
+  return d;
+}
+
+std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
+  return std::make_unique<TFPlugin>(make_descriptor(), config);
+}
+
+}  // namespace
+
+Status register_tensorflow(framework::Registry& registry) {
+  framework::Registration r;
+  r.descriptor = make_descriptor();
+  r.factory = &make_plugin;
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::tensorflow

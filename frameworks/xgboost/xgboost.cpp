@@ -1,0 +1,189 @@
+// XGBoostJob hooks, following training-operator v1.8.1 (env, status) and the v1.9 webhook.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/api/field_errors.h"
+#include "core/framework/common_hooks.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/json/json.h"
+#include "frameworks/xgboost/register.h"
+
+namespace unitrain::frameworks::xgboost {
+namespace {
+
+using api::FieldError;
+using api::FieldPath;
+using framework::DesiredObject;
+using framework::Observed;
+using framework::PodSlot;
+using framework::StatusProposal;
+using framework::common::EnvVar;
+using framework::common::member;
+using framework::common::replicas_of;
+using framework::common::string_at;
+using json::Document;
+using json::Value;
+
+constexpr std::string_view kKind = "XGBoostJob";
+constexpr std::string_view kMaster = "Master";
+constexpr std::string_view kWorker = "Worker";
+constexpr std::string_view kPortName = "xgboostjob-port";
+
+const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+
+class XGBoostPlugin final : public framework::FrameworkPlugin {
+ public:
+  explicit XGBoostPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+
+  void set_defaults(Document& job) const override {
+    framework::common::set_replica_defaults(d_, job, "Never", kReplicaTypes);
+  }
+
+  framework::Validation validate(const Value* old_job, const Value& job) const override {
+    framework::Validation out;
+    auto& errs = out.errors;
+    framework::common::validate_name(job, errs);
+    framework::common::validate_managed_by(old_job, job, errs);
+    framework::common::validate_replica_specs(d_, job, {}, errs);
+    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
+    if (const Value* specs = framework::common::replica_specs(d_, job)) {
+      const Value* master = member(specs, kMaster);
+      if (master != nullptr) {
+        const Value* r = member(master, "replicas");
+        if (r == nullptr || !r->IsInt() || r->GetInt() != 1) {
+          errs.push_back(FieldError::forbidden(specs_path.key(kMaster).child("replicas"), "must be 1"));
+        }
+      } else {
+        errs.push_back(FieldError::required(specs_path.key(kMaster), "must be present"));
+      }
+    }
+    return out;
+  }
+
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+
+  Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
+    const std::string name = string_at(job, "/metadata/name");
+    const Value* master = framework::common::replica_spec(d_, job, kMaster);
+    auto master_port = framework::common::named_port(d_, master, kPortName);
+    if (!master_port) {
+      return fail(fmt::format("XGBoostJob {}: spec.xgbReplicaSpecs[Master]: container \"{}\" has no port named \"{}\"", name,
+                              d_.default_container, kPortName));
+    }
+    const int32_t total = framework::common::total_replicas(d_, job);
+    const int32_t rank = slot.index + (slot.replica_type == kWorker ? replicas_of(master) : 0);
+    std::vector<EnvVar> env = {
+        {"MASTER_PORT", std::to_string(*master_port), ""},
+        {"MASTER_ADDR", name + "-master-0", ""},
+        {"WORLD_SIZE", std::to_string(total), ""},
+        {"RANK", std::to_string(rank), ""},
+        {"PYTHONUNBUFFERED", "1", ""},
+    };
+    if (total > 1) {
+      auto worker_port = framework::common::named_port(d_, framework::common::replica_spec(d_, job, kWorker), kPortName);
+      if (!worker_port) {
+        return fail(fmt::format("XGBoostJob {}: spec.xgbReplicaSpecs[Worker]: container \"{}\" has no port named \"{}\"", name,
+                                d_.default_container, kPortName));
+      }
+      std::string addrs;
+      for (int32_t i = 0; i < total - 1; ++i) addrs += fmt::format("{}{}-worker-{}", i == 0 ? "" : ",", name, i);
+      env.push_back({"WORKER_PORT", std::to_string(*worker_port), ""});
+      env.push_back({"WORKER_ADDRS", addrs, ""});
+    }
+    if (slot.replica_type == kMaster) {
+      if (auto s = framework::common::set_master_role(pod); !s) return s;
+    }
+    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
+      framework::common::ensure_default_port(d_, *containers, pod.alloc());
+    }
+    return framework::common::append_env(pod, env);
+  }
+
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
+    return framework::common::replica_services(d_, job);
+  }
+
+  StatusProposal compute_status(const Value& job, const Observed& observed) const override {
+    StatusProposal p;
+    const std::string name = string_at(job, "/metadata/name");
+    const StatusProposal::Condition running{"Running", "True", "XGBoostJobRunning", fmt::format("XGBoostJob {} is running.", name)};
+    for (const std::string& rt : kReplicaTypes) {
+      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
+      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
+    }
+    for (const std::string& rt : kReplicaTypes) {
+      const Value* spec = framework::common::replica_spec(d_, job, rt);
+      if (spec == nullptr) continue;
+      const auto& c = p.replica_statuses[rt];
+      const int32_t expected = replicas_of(spec) - c.succeeded;
+      if (rt == kMaster) {
+        if (c.active > 0) p.conditions.push_back(running);
+        if (expected == 0) {
+          if (c.active == 0) p.conditions.push_back(running);
+          p.conditions.push_back({"Succeeded", "True", "XGBoostJobSucceeded", fmt::format("XGBoostJob {} is successfully completed.", name)});
+          p.set_completion_time = true;
+          return p;
+        }
+      }
+      if (c.failed > 0) {
+        if (p.conditions.empty()) p.conditions.push_back(running);
+        if (string_at(*spec, "/restartPolicy") == "ExitCode") {
+          p.conditions.push_back({"Restarting", "True", "XGBoostJobRestarting",
+                                  fmt::format("XGBoostJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
+        } else {
+          p.conditions.push_back({"Failed", "True", "XGBoostJobFailed",
+                                  fmt::format("XGBoostJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
+          p.set_completion_time = true;
+          return p;
+        }
+      }
+    }
+    return p;
+  }
+
+ private:
+  framework::FrameworkDescriptor d_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "kubeflow.org/xgboostjob";
+  d.aliases = {"xgboostjob", "xgboost"};
+  d.group = "kubeflow.org";
+  d.version = "v1";
+  d.kind = std::string(kKind);
+  d.plural = "xgboostjobs";
+  d.singular = "xgboostjob";
+  d.replica_specs_field = "xgbReplicaSpecs";
+  d.replica_types = kReplicaTypes;
+  d.default_container = "xgboost";
+  d.default_port_name = std::string(kPortName);
+  d.default_port = 9999;
+  d.controller_name = "xgboostjob-controller";
+  d.metrics_framework = "xgboost";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.owns_unset_managed_by = true;
+  return d;
+}
+
+std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
+  return std::make_unique<XGBoostPlugin>(make_descriptor());
+}
+
+}  // namespace
+
+Status register_xgboost(framework::Registry& registry) {
+  framework::Registration r;
+  r.descriptor = make_descriptor();
+  r.factory = &make_plugin;
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::xgboost

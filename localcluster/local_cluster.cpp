@@ -1,0 +1,103 @@
+#include "localcluster/local_cluster.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "localcluster/kubeconfig_out.h"
+#include "localcluster/server.h"
+#include "localcluster/tls.h"
+
+namespace unitrain::localcluster {
+namespace {
+
+// With a state directory the generated token survives restarts, like the TLS material, so a
+// kubeconfig written by an earlier run stays valid.
+Result<std::string> load_or_make_token(const std::optional<std::string>& state_dir) {
+  if (!state_dir) return random_token();
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(*state_dir) / "token";
+  std::error_code ec;
+  if (fs::exists(p, ec)) {
+    std::ifstream in(p);
+    std::string t;
+    std::getline(in, t);
+    if (!t.empty()) return t;
+  }
+  fs::create_directories(p.parent_path(), ec);
+  std::string t = random_token();
+  std::ofstream out(p, std::ios::trunc);
+  out << t << "\n";
+  out.close();
+  if (!out) return fail("state dir: cannot write " + p.string());
+  fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write, ec);
+  return t;
+}
+
+}  // namespace
+
+LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
+
+LocalCluster::~LocalCluster() { stop(); }
+
+Status LocalCluster::start() {
+  if (server_) return fail("local cluster: already started");
+  StoreOptions so;
+  so.state_dir = options_.state_dir;
+  auto store = make_memory_store(so);
+  if (!store) return fail(std::move(store.error()).prefix("local cluster store"));
+  store_ = std::move(*store);
+
+  ServerOptions opts;
+  opts.listen = options_.listen;
+  opts.threads = options_.threads;
+  token_ = options_.token;
+  if (options_.tls) {
+    auto tls = load_or_make_tls(options_.state_dir);
+    if (!tls) return fail(std::move(tls.error()).prefix("local cluster TLS"));
+    ca_pem_ = tls->ca_cert_pem;
+    opts.tls = std::move(*tls);
+    if (!token_) {
+      auto t = load_or_make_token(options_.state_dir);
+      if (!t) return fail(t.error());
+      token_ = std::move(*t);
+    }
+  }
+  opts.token = token_;
+  auto server = ApiServer::start(*store_, std::move(opts));
+  if (!server) return fail(std::move(server.error()).prefix("local cluster server"));
+  server_ = std::move(*server);
+
+  if (options_.kubeconfig_out) {
+    KubeconfigSpec spec;
+    spec.server = server_->url();
+    if (!ca_pem_.empty()) spec.ca_pem = ca_pem_;
+    spec.token = token_;
+    if (auto s = write_kubeconfig(*options_.kubeconfig_out, spec); !s) {
+      stop();
+      return s;
+    }
+    kubeconfig_path_ = *options_.kubeconfig_out;
+  }
+  return {};
+}
+
+void LocalCluster::stop() {
+  if (server_) server_->stop();
+  server_.reset();
+}
+
+std::string LocalCluster::url() const { return server_ ? server_->url() : std::string(); }
+uint16_t LocalCluster::port() const { return server_ ? server_->port() : 0; }
+const std::string& LocalCluster::kubeconfig_path() const { return kubeconfig_path_; }
+Store& LocalCluster::store() { return *store_; }
+
+void LocalCluster::append_pod_log(std::string_view ns, std::string_view pod, std::string_view line) {
+  if (server_) server_->append_pod_log(ns, pod, line);
+}
+void LocalCluster::clear_pod_log(std::string_view ns, std::string_view pod) {
+  if (server_) server_->clear_pod_log(ns, pod);
+}
+const RequestMetrics& LocalCluster::metrics() const { return server_ ? server_->metrics() : no_metrics_; }
+
+}  // namespace unitrain::localcluster

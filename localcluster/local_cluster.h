@@ -1,0 +1,64 @@
+// The embedded cluster as one object: a Store, the HTTP server in front of it, optional TLS and a
+// kubeconfig for clients. Tests and the operator's --embedded-cluster start it in-process; the
+// `localcluster` binary is a thin CLI around it. Stops in its destructor.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/base/result.h"
+#include "localcluster/metrics.h"
+#include "localcluster/store.h"
+
+namespace unitrain::localcluster {
+
+class ApiServer;
+
+struct LocalClusterOptions {
+  std::string listen = "127.0.0.1:0";
+  bool tls = false;
+  // Required bearer token; generated when `tls` is set and none is given.
+  std::optional<std::string> token;
+  // Persist objects (and the TLS material and token) here; in memory only when unset.
+  std::optional<std::string> state_dir;
+  // Where to write the kubeconfig; nothing is written when unset.
+  std::optional<std::string> kubeconfig_out;
+  int threads = 2;
+};
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(LocalClusterOptions options);
+  ~LocalCluster();  // stop()
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // Opens the store, starts serving and writes the kubeconfig.
+  Status start();
+  void stop();  // idempotent
+
+  std::string url() const;    // "http://127.0.0.1:PORT"; empty before start()
+  uint16_t port() const;
+  const std::string& kubeconfig_path() const;  // empty when no kubeconfig is written
+  const std::optional<std::string>& token() const { return token_; }
+  const std::string& ca_pem() const { return ca_pem_; }  // empty without TLS
+
+  // For in-process controllers (garbage collector, scheduler, kubelet) and tests.
+  Store& store();
+  void append_pod_log(std::string_view ns, std::string_view pod, std::string_view line);
+  void clear_pod_log(std::string_view ns, std::string_view pod);
+  const RequestMetrics& metrics() const;
+
+ private:
+  LocalClusterOptions options_;
+  std::optional<std::string> token_;
+  std::string ca_pem_;
+  std::string kubeconfig_path_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<ApiServer> server_;  // after store_: destroyed first
+  RequestMetrics no_metrics_;
+};
+
+}  // namespace unitrain::localcluster

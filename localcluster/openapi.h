@@ -1,0 +1,37 @@
+// A minimal OpenAPI v3 surface (/openapi/v3 and /openapi/v3/<gv>), enough for kubectl 1.32:
+// its field-validation check finds a PATCH operation per kind with the fieldValidation query
+// parameter (so it leaves validation to the server instead of failing on a missing OpenAPI
+// document), and `kubectl explain` finds CRD schemas. Built-in kinds carry no schema, so kubectl
+// computes strategic merge patches from its compiled-in types.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json/json.h"
+#include "localcluster/store.h"
+
+namespace unitrain::localcluster {
+
+// One served resource and, for CRDs, its version's openAPIV3Schema (null otherwise).
+struct OpenApiResource {
+  ResourceInfo info;
+  json::Document schema;
+};
+
+// The group version's OpenAPI v3 document; empty when `resources` is empty.
+std::string openapi_v3_group_version(const std::vector<OpenApiResource>& resources);
+
+// GET /openapi/v3: {"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}}}.
+// `hashes` maps "api/v1" / "apis/<g>/<v>" to a content hash of that group version's document.
+std::string openapi_v3_root(const std::map<std::string, std::string>& hashes);
+
+// "api/v1" or "apis/<g>/<v>".
+std::string openapi_gv_path(std::string_view group, std::string_view version);
+
+// A stable hex hash of a document's text.
+std::string content_hash(std::string_view text);
+
+}  // namespace unitrain::localcluster

@@ -1,0 +1,582 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "core/kube/rest_client.h"
+#include "test_server.h"
+
+using namespace unitrain::kube;
+namespace json = unitrain::json;
+using namespace unitrain::kube::testing;
+using namespace std::chrono_literals;
+using R = ApiError::Reason;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const GroupVersionResource kPods{"", "v1", "pods"};
+const GroupVersionResource kJobs{"kubeflow.org", "v1", "pytorchjobs"};
+
+RestConfig http_config(uint16_t port) {
+  RestConfig c;
+  c.scheme = "http";
+  c.host = "127.0.0.1";
+  c.port = port;
+  c.qps = -1;
+  c.timeout = 2s;
+  return c;
+}
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<RawRequest> requests;
+  void add(const RawRequest& r) {
+    std::lock_guard lock(mu);
+    requests.push_back(r);
+  }
+  size_t size() {
+    std::lock_guard lock(mu);
+    return requests.size();
+  }
+  RawRequest at(size_t i) {
+    std::lock_guard lock(mu);
+    return requests.at(i);
+  }
+};
+
+std::unique_ptr<RestClient> make_client(const RestConfig& c, std::vector<std::chrono::milliseconds>* sleeps = nullptr,
+                                        int max_retries = 10) {
+  RestClientOptions o;
+  o.retry.max_retries = max_retries;
+  o.sleep = [sleeps](std::chrono::milliseconds d) {
+    if (sleeps) sleeps->push_back(d);
+  };
+  auto r = RestClient::create(c, o);
+  REQUIRE(r);
+  return std::move(*r);
+}
+
+// ---- certificates made in the test -----------------------------------------------------------
+struct KeyCert {
+  std::string key_pem;
+  std::string cert_pem;
+};
+
+std::string bio_string(BIO* b) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+// A self-signed certificate (CA:TRUE, so it can be its own trust anchor) for `san`.
+KeyCert self_signed(const std::string& cn, const std::string& san) {
+  static int serial = 1;
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+  REQUIRE(key);
+  X509* x = X509_new();
+  X509_set_version(x, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
+  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), 24 * 3600);
+  X509_set_pubkey(x, key);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
+  for (auto [nid, value] : {std::pair{NID_subject_alt_name, san}, std::pair{NID_basic_constraints, std::string("critical,CA:TRUE")}}) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
+    REQUIRE(ext);
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  REQUIRE(X509_sign(x, key, EVP_sha256()) > 0);
+  BIO* kb = BIO_new(BIO_s_mem());
+  BIO* cb = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(kb, key, nullptr, nullptr, 0, nullptr, nullptr);
+  PEM_write_bio_X509(cb, x);
+  KeyCert out{bio_string(kb), bio_string(cb)};
+  BIO_free(kb);
+  BIO_free(cb);
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+struct ServerTls {
+  SSL_CTX* ctx = nullptr;
+  ServerTls(const KeyCert& kc, const std::string& client_ca_pem = {}) {
+    ctx = SSL_CTX_new(TLS_server_method());
+    BIO* cb = BIO_new_mem_buf(kc.cert_pem.data(), static_cast<int>(kc.cert_pem.size()));
+    X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+    BIO* kb = BIO_new_mem_buf(kc.key_pem.data(), static_cast<int>(kc.key_pem.size()));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
+    REQUIRE(SSL_CTX_use_certificate(ctx, cert) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey(ctx, key) == 1);
+    if (!client_ca_pem.empty()) {
+      BIO* ab = BIO_new_mem_buf(client_ca_pem.data(), static_cast<int>(client_ca_pem.size()));
+      X509* ca = PEM_read_bio_X509(ab, nullptr, nullptr, nullptr);
+      X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      X509_free(ca);
+      BIO_free(ab);
+    }
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    BIO_free(cb);
+    BIO_free(kb);
+  }
+  ~ServerTls() { SSL_CTX_free(ctx); }
+  ServerTls(const ServerTls&) = delete;
+  ServerTls& operator=(const ServerTls&) = delete;
+};
+
+const char* kPodJson = R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","resourceVersion":"7"},"x-unknown":{"kept":true}})";
+
+// Serves every request on a connection with `respond` until the client closes it.
+TestServer::Handler serve_all(Recorder& rec, std::function<void(Session&, const RawRequest&, size_t)> respond) {
+  return [&rec, respond](Session& s) {
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      respond(s, *r, rec.size());
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE("REST: GET round trip over a reused keep-alive connection") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
+  auto client = make_client(http_config(server.port()));
+  auto pod = client->get(kPods, "ns", "p");
+  REQUIRE(pod);
+  CHECK(json::get_string(pod->root(), "/metadata/resourceVersion") == std::optional<std::string_view>("7"));
+  CHECK(json::get_bool(pod->root(), "/x-unknown/kept") == std::optional<bool>(true));
+  auto again = client->list(kPods, "ns", ListOptions{"app=a", "", 10, "", "", ""});
+  REQUIRE(again);
+  REQUIRE(rec.size() == 2);
+  CHECK(rec.at(0).method == "GET");
+  CHECK(rec.at(0).target == "/api/v1/namespaces/ns/pods/p");
+  CHECK(rec.at(0).header("accept") == "application/json");
+  CHECK(rec.at(0).header("host") == "127.0.0.1:" + std::to_string(server.port()));
+  CHECK(rec.at(0).header("authorization").empty());
+  CHECK(rec.at(1).target == "/api/v1/namespaces/ns/pods?labelSelector=app%3Da&limit=10");
+  CHECK(server.connections() == 1);
+  CHECK(client->transport().connections_opened() == 1);
+}
+
+TEST_CASE("REST: verbs, bodies and content types reach the server") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
+  auto client = make_client(http_config(server.port()));
+  auto obj = json::Document::parse(kPodJson);
+  REQUIRE(obj);
+  REQUIRE(client->create(kPods, "", obj->root()));
+  REQUIRE(client->update(kPods, "ns", obj->root()));
+  REQUIRE(client->update_status(kPods, "ns", obj->root()));
+  REQUIRE(client->patch(kJobs, "team", "j", PatchType::Apply, R"({"spec":{}})", PatchOptions{"unitrain", true}));
+  REQUIRE(client->patch(kPods, "ns", "p", PatchType::Strategic, R"({"status":{}})", {}, "status"));
+  DeleteOptions d;
+  d.propagation_policy = "Background";
+  REQUIRE(client->remove(kPods, "ns", "p", d));
+  REQUIRE(client->delete_collection(kPods, "ns", ListOptions{"a=b", "", 0, "", "", ""}));
+  REQUIRE(rec.size() == 7);
+  CHECK((rec.at(0).method == "POST" && rec.at(0).target == "/api/v1/namespaces/ns/pods"));
+  CHECK(rec.at(0).header("content-type") == "application/json");
+  CHECK(rec.at(0).body == json::Document::parse(kPodJson)->dump());
+  CHECK((rec.at(1).method == "PUT" && rec.at(1).target == "/api/v1/namespaces/ns/pods/p"));
+  CHECK(rec.at(2).target == "/api/v1/namespaces/ns/pods/p/status");
+  CHECK((rec.at(3).method == "PATCH" &&
+         rec.at(3).target == "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/j?fieldManager=unitrain&force=true"));
+  CHECK(rec.at(3).header("content-type") == "application/apply-patch+yaml");
+  CHECK(rec.at(4).target == "/api/v1/namespaces/ns/pods/p/status");
+  CHECK(rec.at(4).header("content-type") == "application/strategic-merge-patch+json");
+  CHECK((rec.at(5).method == "DELETE" && rec.at(5).body == R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})"));
+  CHECK(rec.at(6).target == "/api/v1/namespaces/ns/pods?labelSelector=a%3Db");
+}
+
+TEST_CASE("REST: 409 is decoded into a Conflict value; malformed 200 is BadResponse") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
+    if (r.method == "PUT")
+      s.respond(409, R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"p","kind":"pods"},"code":409})");
+    else
+      s.respond(200, R"({"kind":"Pod","metadata":{"name":"p")");  // truncated JSON
+  }));
+  auto client = make_client(http_config(server.port()));
+  auto obj = json::Document::parse(kPodJson);
+  auto upd = client->update(kPods, "ns", obj->root());
+  REQUIRE_FALSE(upd);
+  CHECK(upd.error().reason == R::Conflict);
+  CHECK(upd.error().code == 409);
+  CHECK_THAT(upd.error().message, Catch::Contains("the object has been modified"));
+  CHECK(rec.size() == 1);  // a conflict is not retried
+
+  auto get = client->get(kPods, "ns", "p");
+  REQUIRE_FALSE(get);
+  CHECK(get.error().reason == R::BadResponse);
+  CHECK_THAT(get.error().message, Catch::Contains("GET /api/v1/namespaces/ns/pods/p: HTTP 200 response is not valid JSON"));
+}
+
+TEST_CASE("REST: 429 with Retry-After is retried after the server's delay, for any verb") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t n) {
+    if (n % 2 == 1)
+      s.respond(429, R"({"kind":"Status","reason":"TooManyRequests","message":"slow down","code":429})", {"Retry-After: 1"});
+    else
+      s.respond(201, kPodJson);
+  }));
+  std::vector<std::chrono::milliseconds> sleeps;
+  auto client = make_client(http_config(server.port()), &sleeps);
+  auto obj = json::Document::parse(kPodJson);
+  auto created = client->create(kPods, "ns", obj->root());
+  REQUIRE(created);
+  CHECK(rec.size() == 2);
+  CHECK(sleeps == std::vector<std::chrono::milliseconds>{1000ms});
+
+  // When the retries run out, the caller gets the decoded 429 with its Retry-After.
+  Recorder rec2;
+  TestServer always(serve_all(rec2, [](Session& s, const RawRequest&, size_t) {
+    s.respond(429, R"({"kind":"Status","reason":"TooManyRequests","message":"slow down","details":{"retryAfterSeconds":2},"code":429})",
+              {"Retry-After: 2"});
+  }));
+  std::vector<std::chrono::milliseconds> sleeps2;
+  auto limited = make_client(http_config(always.port()), &sleeps2, 3);
+  auto r = limited->get(kPods, "ns", "p");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().reason == R::TooManyRequests);
+  CHECK(r.error().retry_after == std::optional<std::chrono::seconds>(2s));
+  CHECK(rec2.size() == 4);
+  CHECK(sleeps2.size() == 3);
+}
+
+TEST_CASE("REST: 500 without Retry-After is retried for GET only") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t n) {
+    if (n == 1 || n == 3) s.respond(500, R"({"kind":"Status","reason":"InternalError","message":"boom","code":500})");
+    else s.respond(200, kPodJson);
+  }));
+  std::vector<std::chrono::milliseconds> sleeps;
+  auto client = make_client(http_config(server.port()), &sleeps);
+  REQUIRE(client->get(kPods, "ns", "p"));  // 500 then 200
+  auto obj = json::Document::parse(kPodJson);
+  auto created = client->create(kPods, "ns", obj->root());  // 500: not retried
+  REQUIRE_FALSE(created);
+  CHECK(created.error().reason == R::InternalError);
+  CHECK(rec.size() == 3);
+}
+
+TEST_CASE("transport: a server that accepts and never answers times out, no hang") {
+  TestServer server([](Session& s) {
+    s.read_request();
+    s.read_request();  // blocks until the client gives up and closes
+  });
+  auto cfg = http_config(server.port());
+  cfg.timeout = 300ms;
+  auto client = make_client(cfg, nullptr, 1);
+  const auto start = Clock::now();
+  auto r = client->get(kPods, "ns", "p");
+  const auto elapsed = Clock::now() - start;
+  REQUIRE_FALSE(r);
+  CHECK(r.error().reason == R::Transport);
+  CHECK_THAT(r.error().message, Catch::Contains("no complete response within 300ms"));
+  CHECK(elapsed < 3s);
+  CHECK(elapsed >= 550ms);  // two attempts of 300 ms each (GET timeouts are retried once here)
+}
+
+TEST_CASE("transport: connection refused is a Transport error") {
+  uint16_t port;
+  {
+    TestServer s([](Session&) {});
+    port = s.port();
+  }
+  auto client = make_client(http_config(port), nullptr, 2);
+  auto r = client->get(kPods, "ns", "p");
+  REQUIRE_FALSE(r);
+  CHECK(r.error().reason == R::Transport);
+  CHECK_THAT(r.error().message, Catch::Contains("connecting to 127.0.0.1:"));
+  CHECK(r.error().retryable());
+}
+
+TEST_CASE("transport: a keep-alive connection closed by the server is replaced transparently") {
+  Recorder rec;
+  TestServer server([&](Session& s) {
+    auto r = s.read_request();
+    if (!r) return;
+    rec.add(*r);
+    s.respond(200, kPodJson);  // keep-alive response, then the server closes the connection
+  });
+  auto client = make_client(http_config(server.port()), nullptr, 0);
+  REQUIRE(client->get(kPods, "ns", "p"));
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(client->get(kPods, "ns", "p"));
+  auto obj = json::Document::parse(kPodJson);
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(client->create(kPods, "ns", obj->root()));  // stale socket detected before writing
+  CHECK(rec.size() == 3);
+  CHECK(server.connections() == 3);
+}
+
+TEST_CASE("watch: chunked stream split at odd places, bookmarks, clean end") {
+  Recorder rec;
+  const std::string events =
+      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"10"}}})" "\n"
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"11"}}})" "\n"
+      R"({"type":"DELETED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"12"}}})" "\n";
+  TestServer server([&](Session& s) {
+    auto r = s.read_request();
+    if (!r) return;
+    rec.add(*r);
+    s.start_chunked();
+    for (size_t off = 0; off < events.size(); off += 37) {
+      s.chunk(events.substr(off, 37));
+      std::this_thread::sleep_for(2ms);
+    }
+    s.end_chunks();
+    s.read_request();
+  });
+  auto client = make_client(http_config(server.port()));
+  WatchOptions wo;
+  wo.resource_version = "9";
+  wo.timeout_seconds = 30;
+  auto w = client->watch(kPods, "ns", wo);
+  REQUIRE(w);
+  std::vector<WatchEvent> got;
+  for (;;) {
+    auto ev = (*w)->next(2s);
+    REQUIRE(ev);
+    if (!*ev) break;
+    got.push_back(std::move(**ev));
+  }
+  CHECK_FALSE((*w)->timed_out());
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].type == WatchEvent::Type::Added);
+  CHECK(got[1].type == WatchEvent::Type::Bookmark);
+  CHECK(got[2].type == WatchEvent::Type::Deleted);
+  CHECK(json::get_string(got[2].object.root(), "/metadata/resourceVersion") == std::optional<std::string_view>("12"));
+  CHECK(rec.at(0).target ==
+        "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=9&allowWatchBookmarks=true&timeoutSeconds=30");
+}
+
+TEST_CASE("watch: a connection dropped mid-stream is an error value") {
+  TestServer server([](Session& s) {
+    if (!s.read_request()) return;
+    s.start_chunked();
+    s.chunk(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})" "\n" R"({"type":"MODIFIED","obj)");
+    std::this_thread::sleep_for(20ms);
+    s.close();
+  });
+  auto client = make_client(http_config(server.port()));
+  auto w = client->watch(kPods, "", {});
+  REQUIRE(w);
+  auto first = (*w)->next(2s);
+  REQUIRE(first);
+  REQUIRE(*first);
+  auto second = (*w)->next(2s);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().reason == R::Transport);
+  CHECK_THAT(second.error().message, Catch::Contains("stream broken"));
+}
+
+TEST_CASE("watch: next() times out, and cancel() from another thread unblocks it") {
+  TestServer server([](Session& s) {
+    if (!s.read_request()) return;
+    s.start_chunked();
+    s.chunk(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})" "\n");
+    s.read_request();  // idle until the client goes away
+  });
+  auto client = make_client(http_config(server.port()));
+  auto w = client->watch(kPods, "", {});
+  REQUIRE(w);
+  auto first = (*w)->next(2s);
+  REQUIRE(first);
+  REQUIRE(*first);
+  auto idle = (*w)->next(100ms);
+  REQUIRE(idle);
+  CHECK_FALSE(*idle);
+  CHECK((*w)->timed_out());
+
+  WatchStream* raw = w->get();
+  std::thread canceller([raw] {
+    std::this_thread::sleep_for(100ms);
+    raw->cancel();
+  });
+  const auto start = Clock::now();
+  auto cancelled = (*w)->next(10s);
+  const auto elapsed = Clock::now() - start;
+  canceller.join();
+  REQUIRE_FALSE(cancelled);
+  CHECK(cancelled.error().reason == R::Cancelled);
+  CHECK(elapsed < 2s);
+}
+
+TEST_CASE("watch: a failed watch request decodes the Status (410 Gone)") {
+  TestServer server([](Session& s) {
+    if (!s.read_request()) return;
+    s.respond(410, R"j({"kind":"Status","status":"Failure","message":"too old resource version: 5 (100)","reason":"Expired","code":410})j");
+    s.read_request();
+  });
+  auto client = make_client(http_config(server.port()));
+  WatchOptions wo;
+  wo.resource_version = "5";
+  auto w = client->watch(kPods, "", wo);
+  REQUIRE_FALSE(w);
+  CHECK(w.error().reason == R::Expired);
+  CHECK(w.error().code == 410);
+}
+
+TEST_CASE("TLS: verification against the configured CA, bearer token, rotated token file") {
+  const KeyCert server_cert = self_signed("apiserver", "IP:127.0.0.1,DNS:kubernetes.default.svc");
+  const KeyCert other_ca = self_signed("someone-else", "DNS:elsewhere");
+  ServerTls tls(server_cert);
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }), tls.ctx);
+
+  RestConfig cfg = http_config(server.port());
+  cfg.scheme = "https";
+
+  SECTION("wrong CA: a clear certificate verification error, not retried") {
+    cfg.ca_pem = other_ca.cert_pem;
+    auto client = make_client(cfg);
+    auto r = client->get(kPods, "ns", "p");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().reason == R::Transport);
+    CHECK_THAT(r.error().message, Catch::Contains("certificate verification failed"));
+    CHECK_FALSE(r.error().message.empty());
+    CHECK(rec.size() == 0);
+    CHECK(server.connections() == 1);
+  }
+  SECTION("right CA but a name the certificate does not carry") {
+    cfg.ca_pem = server_cert.cert_pem;
+    cfg.tls_server_name = "wrong.example.com";
+    auto client = make_client(cfg);
+    auto r = client->get(kPods, "ns", "p");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("certificate verification failed: hostname mismatch"));
+  }
+  SECTION("right CA via tls-server-name (SNI) and insecure mode") {
+    cfg.ca_pem = server_cert.cert_pem;
+    cfg.tls_server_name = "kubernetes.default.svc";
+    REQUIRE(make_client(cfg)->get(kPods, "ns", "p"));
+    RestConfig insecure = http_config(server.port());
+    insecure.scheme = "https";
+    insecure.insecure = true;
+    REQUIRE(make_client(insecure)->get(kPods, "ns", "p"));
+  }
+  SECTION("right CA: OK with the static token, then the rotated token file") {
+    cfg.ca_pem = server_cert.cert_pem;
+    cfg.bearer_token = "static-token";
+    REQUIRE(make_client(cfg)->get(kPods, "ns", "p"));
+    REQUIRE(rec.size() == 1);
+    CHECK(rec.at(0).header("authorization") == "Bearer static-token");
+
+    const auto dir = std::filesystem::temp_directory_path() / ("unitrain-token-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string token_file = (dir / "token").string();
+    std::ofstream(token_file, std::ios::trunc) << "token-one\n";
+    cfg.bearer_token_file = token_file;
+    auto client = make_client(cfg);
+    REQUIRE(client->get(kPods, "ns", "p"));
+    CHECK(rec.at(1).header("authorization") == "Bearer token-one");
+    std::this_thread::sleep_for(20ms);
+    std::ofstream(token_file, std::ios::trunc) << "token-two-rotated\n";
+    REQUIRE(client->get(kPods, "ns", "p"));
+    CHECK(rec.at(2).header("authorization") == "Bearer token-two-rotated");
+    CHECK(client->transport().connections_opened() == 1);  // same TLS connection, new token
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("TLS: client certificate authentication") {
+  const KeyCert server_cert = self_signed("apiserver", "IP:127.0.0.1");
+  const KeyCert client_cert = self_signed("system:admin", "DNS:admin");
+  ServerTls tls(server_cert, client_cert.cert_pem);
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }), tls.ctx);
+  RestConfig cfg = http_config(server.port());
+  cfg.scheme = "https";
+  cfg.ca_pem = server_cert.cert_pem;
+
+  auto without = make_client(cfg, nullptr, 0)->get(kPods, "ns", "p");
+  REQUIRE_FALSE(without);
+  CHECK(without.error().reason == R::Transport);
+
+  cfg.client_cert_pem = client_cert.cert_pem;
+  cfg.client_key_pem = client_cert.key_pem;
+  REQUIRE(make_client(cfg)->get(kPods, "ns", "p"));
+  CHECK(rec.size() == 1);
+
+  cfg.client_key_pem = "not a key";
+  auto bad = RestClient::create(cfg);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("client key PEM"));
+}
+
+TEST_CASE("transport: concurrent requests share a bounded keep-alive pool") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
+  auto client = make_client(http_config(server.port()));
+  constexpr int kThreads = 4, kEach = 20;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i)
+        if (client->get(kPods, "ns", "p")) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(ok == kThreads * kEach);
+  CHECK(rec.size() == kThreads * kEach);
+  // Each thread holds at most one connection at a time.
+  CHECK(client->transport().connections_opened() <= kThreads);
+  CHECK(client->transport().idle_connections() <= kThreads);
+}
+
+TEST_CASE("REST: a large list through HTTP and the JSON parser (measurement)") {
+#ifdef NDEBUG
+  constexpr int kCount = 20000;
+#else
+  constexpr int kCount = 2000;  // sanitizer builds: the figure is meaningless there, keep it quick
+#endif
+  std::string body = R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"99"},"items":[)";
+  for (int i = 0; i < kCount; ++i) {
+    if (i) body += ',';
+    body += R"({"metadata":{"name":"job-worker-)" + std::to_string(i) +
+            R"(","namespace":"default","uid":"0b5c9a3e-8f1d-4d8e-9f8a-)" + std::to_string(100000000 + i) +
+            R"(","resourceVersion":")" + std::to_string(i) +
+            R"(","labels":{"training.kubeflow.org/job-name":"job","training.kubeflow.org/replica-type":"worker","training.kubeflow.org/replica-index":")" +
+            std::to_string(i) +
+            R"("},"ownerReferences":[{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"job","uid":"1c2d","controller":true}]},"spec":{"containers":[{"name":"pytorch","image":"docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727","command":["python3","/opt/mnist.py"],"env":[{"name":"MASTER_PORT","value":"23456"},{"name":"MASTER_ADDR","value":"job-master-0"},{"name":"WORLD_SIZE","value":"100"},{"name":"RANK","value":"1"}],"ports":[{"name":"pytorchjob-port","containerPort":23456,"protocol":"TCP"}],"resources":{"limits":{"cpu":"1","memory":"2Gi"}}}],"restartPolicy":"OnFailure"},"status":{"phase":"Running","containerStatuses":[{"name":"pytorch","ready":true,"restartCount":0,"state":{"running":{"startedAt":"2024-01-01T00:00:00Z"}}}]}})";
+  }
+  body += "]}";
+  Recorder rec;
+  TestServer server(serve_all(rec, [&body](Session& s, const RawRequest&, size_t) { s.respond(200, body); }));
+  auto cfg = http_config(server.port());
+  cfg.timeout = 60s;
+  auto client = make_client(cfg);
+  const auto start = Clock::now();
+  const std::clock_t cpu_start = std::clock();
+  auto list = client->list(kPods, "", {});
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  REQUIRE(list);
+  const json::Value* items = json::find(list->root(), "/items");
+  REQUIRE(items);
+  CHECK(items->Size() == kCount);
+  // CPU time (client and server threads of this process) is the stable figure on a shared machine.
+  WARN("list of " << kCount << " pods, " << body.size() / 1e6 << " MB over HTTP + parse: wall " << secs
+                  << " s, cpu " << cpu << " s = " << kCount / cpu << " objects/cpu-s");
+}

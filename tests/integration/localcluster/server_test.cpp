@@ -1,0 +1,370 @@
+// The local cluster's HTTP layer, driven over real sockets with a tiny Beast client: discovery,
+// CRUD with Status errors, chunked watch framing, Tables, metrics, pod logs, TLS + bearer token.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "core/json/json.h"
+#include "localcluster/local_cluster.h"
+#include "localcluster/table.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using namespace unitrain;
+using namespace unitrain::localcluster;
+
+namespace {
+
+struct Resp {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+  bool chunked = false;
+};
+
+struct Client {
+  explicit Client(uint16_t p, std::string ca = {}, std::string t = {})
+      : port(p), ca_pem(std::move(ca)), token(std::move(t)) {}
+  uint16_t port = 0;
+  std::string ca_pem;  // non-empty: HTTPS, verifying the server with this CA
+  std::string token;
+
+  Resp send(http::verb verb, const std::string& target, const std::string& body = {},
+            const std::string& content_type = "application/json", const std::string& accept = "application/json") const {
+    asio::io_context ioc;
+    tcp::resolver resolver(ioc);
+    auto endpoints = resolver.resolve("127.0.0.1", std::to_string(port));
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::accept, accept);
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty()) {
+      req.set(http::field::content_type, content_type);
+      req.body() = body;
+    }
+    req.prepare_payload();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256u << 20);
+    beast::flat_buffer buf;
+    Resp out;
+    if (ca_pem.empty()) {
+      beast::tcp_stream s(ioc);
+      s.expires_after(std::chrono::seconds(30));
+      s.connect(endpoints);
+      http::write(s, req);
+      http::read(s, buf, parser);
+    } else {
+      ssl::context ctx(ssl::context::tls_client);
+      ctx.add_certificate_authority(asio::buffer(ca_pem));
+      ctx.set_verify_mode(ssl::verify_peer);
+      beast::ssl_stream<beast::tcp_stream> s(ioc, ctx);
+      s.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
+      beast::get_lowest_layer(s).expires_after(std::chrono::seconds(30));
+      beast::get_lowest_layer(s).connect(endpoints);
+      s.handshake(ssl::stream_base::client);
+      http::write(s, req);
+      http::read(s, buf, parser);
+    }
+    auto res = parser.release();
+    out.status = static_cast<int>(res.result_int());
+    out.content_type = std::string(res[http::field::content_type]);
+    out.body = res.body();
+    out.chunked = res.chunked();
+    return out;
+  }
+  Resp get(const std::string& target, const std::string& accept = "application/json") const {
+    return send(http::verb::get, target, {}, {}, accept);
+  }
+};
+
+json::Document parse(const std::string& s) {
+  auto d = json::Document::parse(s);
+  INFO(s);
+  REQUIRE(d);
+  return std::move(*d);
+}
+
+std::string str(const json::Value& v, std::string_view ptr) { return std::string(json::get_string(v, ptr).value_or("")); }
+
+std::unique_ptr<LocalCluster> start_cluster(LocalClusterOptions o = {}) {
+  auto c = std::make_unique<LocalCluster>(std::move(o));
+  auto s = c->start();
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s);
+  return c;
+}
+
+std::string configmap(const std::string& name, const std::string& value = "1") {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"(","labels":{"app":"t"}},"data":{"k":")" +
+         value + R"("}})";
+}
+
+bool has_resource(const json::Value& list, std::string_view name) {
+  for (const auto& r : list["resources"].GetArray()) {
+    if (std::string_view(r["name"].GetString()) == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("discovery documents: /api, /apis, group versions and the aggregated form") {
+  auto c = start_cluster();
+  Client cl{c->port()};
+  auto api = parse(cl.get("/api").body);
+  CHECK(str(api.root(), "/kind") == "APIVersions");
+  CHECK(str(api.root(), "/versions/0") == "v1");
+
+  auto v1 = parse(cl.get("/api/v1").body);
+  CHECK(str(v1.root(), "/kind") == "APIResourceList");
+  CHECK(has_resource(v1.root(), "pods"));
+  CHECK(has_resource(v1.root(), "pods/status"));
+  CHECK(has_resource(v1.root(), "pods/log"));
+  CHECK(has_resource(v1.root(), "namespaces"));
+
+  auto apis = parse(cl.get("/apis").body);
+  CHECK(str(apis.root(), "/kind") == "APIGroupList");
+  bool batch = false;
+  for (const auto& g : apis.root()["groups"].GetArray()) batch |= std::string_view(g["name"].GetString()) == "batch";
+  CHECK(batch);
+  auto batch_v1 = parse(cl.get("/apis/batch/v1").body);
+  CHECK(has_resource(batch_v1.root(), "jobs/status"));
+
+  auto agg = cl.get("/apis",
+                    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json");
+  CHECK(agg.status == 200);
+  CHECK(agg.content_type == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+  auto ad = parse(agg.body);
+  CHECK(str(ad.root(), "/kind") == "APIGroupDiscoveryList");
+  CHECK(str(ad.root(), "/apiVersion") == "apidiscovery.k8s.io/v2");
+  CHECK(ad.root()["items"].Size() > 3);
+
+  auto core = parse(cl.get("/api", "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList").body);
+  CHECK(str(core.root(), "/apiVersion") == "apidiscovery.k8s.io/v2beta1");
+  REQUIRE(core.root()["items"].Size() == 1);
+  bool pods_with_log = false;
+  for (const auto& r : core.root()["items"][0]["versions"][0]["resources"].GetArray()) {
+    if (std::string_view(r["resource"].GetString()) != "pods") continue;
+    for (const auto& s : r["subresources"].GetArray()) pods_with_log |= std::string_view(s["subresource"].GetString()) == "log";
+  }
+  CHECK(pods_with_log);
+
+  CHECK(cl.get("/healthz").body == "ok");
+  CHECK(cl.get("/readyz").status == 200);
+  CHECK(str(parse(cl.get("/version").body).root(), "/gitVersion") == "v1.32.0");
+  CHECK(cl.get("/openapi/v2").status == 404);
+}
+
+TEST_CASE("create, get, list and errors as metav1.Status") {
+  auto c = start_cluster();
+  Client cl{c->port()};
+  auto created = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("a"));
+  REQUIRE(created.status == 201);
+  CHECK(str(parse(created.body).root(), "/metadata/name") == "a");
+
+  auto again = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("a"));
+  CHECK(again.status == 409);
+  auto st = parse(again.body);
+  CHECK(str(st.root(), "/kind") == "Status");
+  CHECK(str(st.root(), "/reason") == "AlreadyExists");
+  CHECK(json::get_int(st.root(), "/code") == 409);
+
+  auto got = cl.get("/api/v1/namespaces/default/configmaps/a");
+  CHECK(got.status == 200);
+  CHECK(str(parse(got.body).root(), "/data/k") == "1");
+
+  auto missing = cl.get("/api/v1/namespaces/default/configmaps/nope");
+  CHECK(missing.status == 404);
+  CHECK(str(parse(missing.body).root(), "/reason") == "NotFound");
+
+  auto list = parse(cl.get("/api/v1/configmaps?labelSelector=app%3Dt").body);
+  CHECK(str(list.root(), "/kind") == "ConfigMapList");
+  CHECK(list.root()["items"].Size() == 1);
+
+  auto unknown = cl.get("/apis/nothing.example.com/v1/things");
+  CHECK(unknown.status == 404);
+  CHECK(str(parse(unknown.body).root(), "/kind") == "Status");
+
+  auto head = cl.send(http::verb::head, "/api/v1/namespaces/default/configmaps");
+  CHECK(head.status == 405);
+
+  auto bad = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", "{not json");
+  CHECK(bad.status == 400);
+  CHECK(str(parse(bad.body).root(), "/reason") == "BadRequest");
+
+  auto merged = cl.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"2"}})",
+                        "application/merge-patch+json");
+  CHECK(merged.status == 200);
+  CHECK(str(parse(merged.body).root(), "/data/k") == "2");
+
+  auto applied = cl.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/b?fieldManager=test",
+                         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: from-yaml\n",
+                         "application/apply-patch+yaml");
+  CHECK(applied.status / 100 == 2);
+  CHECK(str(parse(c->store().get(*c->store().find_resource("", "v1", "configmaps"), "default", "b")
+                      .value()
+                      .dump())
+                .root(),
+            "/data/k") == "from-yaml");
+
+  auto deleted = cl.send(http::verb::delete_, "/api/v1/namespaces/default/configmaps/a",
+                         R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
+  CHECK(deleted.status == 200);
+  CHECK(cl.get("/api/v1/namespaces/default/configmaps/a").status == 404);
+
+  auto metrics = cl.get("/metrics").body;
+  CHECK(metrics.find("apiserver_request_total{code=\"201\",component=\"apiserver\",group=\"\",resource=\"configmaps\","
+                     "subresource=\"\",verb=\"POST\",version=\"v1\"} 1") != std::string::npos);
+  CHECK(metrics.find("verb=\"APPLY\"") != std::string::npos);
+  CHECK(c->metrics().count("DELETE") == 1);
+}
+
+TEST_CASE("watch streams one JSON line per event over chunked encoding") {
+  auto c = start_cluster();
+  Client cl{c->port()};
+  auto list = parse(cl.get("/api/v1/namespaces/default/configmaps").body);
+  std::string rv = str(list.root(), "/metadata/resourceVersion");
+  REQUIRE(!rv.empty());
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Client w{c->port()};
+    w.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("w1"));
+    w.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/w1", R"({"data":{"k":"2"}})",
+           "application/merge-patch+json");
+    w.send(http::verb::delete_, "/api/v1/namespaces/default/configmaps/w1");
+  });
+  auto res = cl.get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=2&resourceVersion=" + rv);
+  writer.join();
+  CHECK(res.status == 200);
+  CHECK(res.chunked);
+  std::istringstream lines(res.body);
+  std::vector<std::string> types;
+  for (std::string line; std::getline(lines, line);) {
+    auto ev = parse(line);
+    types.push_back(str(ev.root(), "/type"));
+    CHECK(str(ev.root(), "/object/metadata/name") == "w1");
+  }
+  CHECK(types == std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"});
+}
+
+TEST_CASE("kubectl's Table and metadata-only representations") {
+  auto c = start_cluster();
+  Client cl{c->port()};
+  REQUIRE(cl.send(http::verb::post, "/api/v1/namespaces/default/pods",
+                  R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","image":"busybox"}]}})")
+              .status == 201);
+  const std::string table_accept =
+      "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+  auto t = parse(cl.get("/api/v1/namespaces/default/pods", table_accept).body);
+  CHECK(str(t.root(), "/kind") == "Table");
+  REQUIRE(t.root()["columnDefinitions"].Size() >= 5);
+  CHECK(str(t.root(), "/columnDefinitions/1/name") == "Ready");
+  CHECK(str(t.root(), "/rows/0/cells/0") == "p1");
+  CHECK(str(t.root(), "/rows/0/cells/1") == "0/1");
+  CHECK(str(t.root(), "/rows/0/object/kind") == "PartialObjectMetadata");
+
+  auto full = parse(cl.get("/api/v1/namespaces/default/pods/p1?includeObject=Object", table_accept).body);
+  CHECK(str(full.root(), "/rows/0/object/kind") == "Pod");
+
+  auto meta = parse(cl.get("/api/v1/namespaces/default/pods",
+                           "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+                        .body);
+  CHECK(str(meta.root(), "/kind") == "PartialObjectMetadataList");
+  CHECK(str(meta.root(), "/items/0/metadata/name") == "p1");
+
+  c->append_pod_log("default", "p1", "hello");
+  c->append_pod_log("default", "p1", "world");
+  auto log = cl.get("/api/v1/namespaces/default/pods/p1/log");
+  CHECK(log.status == 200);
+  CHECK(log.body == "hello\nworld\n");
+  CHECK(cl.get("/api/v1/namespaces/default/pods/p1/log?tailLines=1").body == "world\n");
+  CHECK(cl.get("/api/v1/namespaces/default/pods/nope/log").status == 404);
+}
+
+TEST_CASE("TLS with a bearer token: 401 without it, kubeconfig written") {
+  auto dir = std::filesystem::temp_directory_path() / ("lcserver-test-" + std::to_string(::getpid()));
+  LocalClusterOptions o;
+  o.tls = true;
+  o.kubeconfig_out = (dir / "kubeconfig").string();
+  auto c = start_cluster(o);
+  REQUIRE(c->token());
+  REQUIRE(!c->ca_pem().empty());
+  CHECK(c->url().starts_with("https://127.0.0.1:"));
+
+  Client anonymous{c->port(), c->ca_pem(), ""};
+  auto denied = anonymous.get("/api/v1/namespaces");
+  CHECK(denied.status == 401);
+  auto st = parse(denied.body);
+  CHECK(str(st.root(), "/reason") == "Unauthorized");
+  CHECK(anonymous.get("/healthz").status == 200);
+
+  Client wrong{c->port(), c->ca_pem(), "wrong"};
+  CHECK(wrong.get("/api").status == 401);
+
+  Client ok{c->port(), c->ca_pem(), *c->token()};
+  auto ns = ok.get("/api/v1/namespaces");
+  CHECK(ns.status == 200);
+  CHECK(ns.body.find("kube-system") != std::string::npos);
+
+  std::ifstream in(c->kubeconfig_path());
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find(c->url()) != std::string::npos);
+  CHECK(text.str().find("certificate-authority-data:") != std::string::npos);
+  CHECK(text.str().find(*c->token()) != std::string::npos);
+  c.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("printer helpers: simple JSONPath, human durations, CRD columns") {
+  auto obj = parse(R"({"spec":{"replicas":3},"metadata":{"labels":{"a.b/c":"x"}},
+                       "status":{"conditions":[{"type":"Created"},{"type":"Running"}]}})");
+  const auto* last = eval_simple_jsonpath(obj.root(), ".status.conditions[-1:].type");
+  REQUIRE(last);
+  CHECK(std::string_view(last->GetString()) == "Running");
+  const auto* first = eval_simple_jsonpath(obj.root(), ".status.conditions[0].type");
+  REQUIRE(first);
+  CHECK(std::string_view(first->GetString()) == "Created");
+  REQUIRE(eval_simple_jsonpath(obj.root(), "{.spec.replicas}"));
+  CHECK(eval_simple_jsonpath(obj.root(), ".spec.replicas")->GetInt() == 3);
+  REQUIRE(eval_simple_jsonpath(obj.root(), ".metadata.labels.a\\.b/c"));
+  CHECK(eval_simple_jsonpath(obj.root(), ".spec.missing") == nullptr);
+
+  CHECK(human_duration(std::chrono::seconds(42)) == "42s");
+  CHECK(human_duration(std::chrono::seconds(303)) == "5m3s");
+  CHECK(human_duration(std::chrono::seconds(3 * 3600)) == "3h");
+  CHECK(human_duration(std::chrono::seconds(50 * 3600)) == "2d2h");
+  auto t = parse_rfc3339("2024-01-01T00:00:10Z");
+  REQUIRE(t);
+  CHECK(std::chrono::system_clock::to_time_t(*t) == 1704067210);
+
+  auto crd = parse(R"({"spec":{"versions":[{"name":"v1","additionalPrinterColumns":[
+      {"name":"Replicas","type":"integer","jsonPath":".spec.replicas"},
+      {"name":"State","type":"string","jsonPath":".status.conditions[-1:].type","priority":1}]}]}})");
+  auto cols = crd_printer_columns(crd.root(), "v1");
+  REQUIRE(cols.size() == 2);
+  CHECK(cols[1].priority == 1);
+  ResourceInfo r;
+  r.group = "e2e.unitrain.io";
+  r.version = "v1";
+  r.resource = "widgets";
+  auto named = parse(R"({"metadata":{"name":"w"},"spec":{"replicas":3},"status":{"conditions":[{"type":"Running"}]}})");
+  auto table = make_table(r, named.root(), cols, IncludeObject::None, std::chrono::system_clock::now());
+  CHECK(str(table.root(), "/columnDefinitions/1/name") == "Replicas");
+  CHECK(json::get_int(table.root(), "/rows/0/cells/1") == 3);
+  CHECK(str(table.root(), "/rows/0/cells/2") == "Running");
+  CHECK(json::find(table.root(), "/rows/0/object") == nullptr);
+}

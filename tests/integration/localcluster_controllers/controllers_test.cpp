@@ -1,0 +1,642 @@
+// The local cluster's controllers against a real in-memory Store and its watches, with short
+// simulated durations (50-300 ms) so every scenario finishes within seconds.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "localcluster/controllers/controller_base.h"
+#include "localcluster/controllers/controllers.h"
+#include "localcluster/controllers/podgroup_crds.h"
+#include "localcluster/store.h"
+
+using namespace unitrain;
+using namespace unitrain::localcluster;
+using namespace unitrain::localcluster::controllers;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+json::Document parse(const std::string& text) {
+  auto d = json::Document::parse(text);
+  REQUIRE(d);
+  return std::move(*d);
+}
+
+struct Env {
+  std::unique_ptr<Store> store;
+  ResourceInfo pods, nodes, jobs, configmaps;
+  std::mutex log_mu;
+  std::vector<std::string> log;
+
+  Env() {
+    auto s = make_memory_store({});
+    REQUIRE(s);
+    store = std::move(*s);
+    pods = *store->find_resource("", "v1", "pods");
+    nodes = *store->find_resource("", "v1", "nodes");
+    jobs = *store->find_resource("batch", "v1", "jobs");
+    configmaps = *store->find_resource("", "v1", "configmaps");
+  }
+
+  PodLogSink sink() {
+    return [this](std::string_view ns, std::string_view pod, std::string_view line) {
+      std::lock_guard l(log_mu);
+      log.push_back(fmt::format("{}/{}: {}", ns, pod, line));
+    };
+  }
+  std::vector<std::string> logs() {
+    std::lock_guard l(log_mu);
+    return log;
+  }
+
+  std::optional<json::Document> get(const ResourceInfo& r, std::string_view name, std::string_view ns = "default") {
+    auto g = store->get(r, r.namespaced ? ns : "", name);
+    if (!g) return std::nullopt;
+    return std::move(*g);
+  }
+  std::string str(const ResourceInfo& r, std::string_view name, std::string_view pointer) {
+    auto g = get(r, name);
+    return g ? std::string(str_at(g->root(), pointer)) : std::string();
+  }
+  json::Document create(const ResourceInfo& r, const std::string& text) {
+    auto c = store->create(r, r.namespaced ? "default" : "", parse(text));
+    if (!c) FAIL("create: " << c.error().message);
+    return std::move(*c);
+  }
+  void remove(const ResourceInfo& r, std::string_view name, std::optional<std::string> policy,
+              std::optional<int64_t> grace = std::nullopt) {
+    DeleteRequest req;
+    req.propagation_policy = std::move(policy);
+    req.grace_period_seconds = grace;
+    auto d = store->remove(r, "default", name, req);
+    if (!d) FAIL("delete: " << d.error().message);
+  }
+  std::vector<json::Document> list(const ResourceInfo& r, const std::string& selector = "") {
+    ListRequest req;
+    req.label_selector = selector;
+    auto l = store->list(r, "default", req);
+    REQUIRE(l);
+    auto d = parse(*l);
+    std::vector<json::Document> out;
+    for (const auto& item : json::find(d.root(), "/items")->GetArray()) out.push_back(json::Document::copy_of(item));
+    return out;
+  }
+  std::string condition(const ResourceInfo& r, std::string_view name, std::string_view type,
+                        std::string_view field = "/status") {
+    auto g = get(r, name);
+    if (!g) return "";
+    const json::Value* c = find_condition(g->root(), "/status/conditions", type);
+    return c ? std::string(str_at(*c, field)) : "";
+  }
+};
+
+std::string pod_json(const std::string& name, const std::string& annotations, const std::string& restart = "Never",
+                     const std::string& cpu = "100m", const std::string& extra_meta = "",
+                     const std::string& scheduler = "default-scheduler") {
+  return fmt::format(
+      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","annotations":{{{}}}{}}},
+          "spec":{{"schedulerName":"{}","restartPolicy":"{}","initContainers":[{{"name":"init","image":"busybox"}}],
+          "containers":[{{"name":"main","image":"trainer:1","resources":{{"requests":{{"cpu":"{}","memory":"64Mi"}}}}}}]}}}})",
+      name, annotations, extra_meta, scheduler, restart, cpu);
+}
+
+KubeletOptions kubelet_options(Env& env, int nodes = 3, std::string cpu = "8") {
+  KubeletOptions k;
+  k.nodes = nodes;
+  k.cpu = std::move(cpu);
+  k.memory = "16Gi";
+  k.log = env.sink();
+  k.node_lost_grace = 200ms;
+  k.max_termination_grace = 100ms;
+  return k;
+}
+
+ControllersOptions all(Env& env, int nodes = 3, std::string cpu = "8") {
+  ControllersOptions o;
+  o.kubelet_options = kubelet_options(env, nodes, std::move(cpu));
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("go durations parse as time.ParseDuration does", "[base]") {
+  CHECK(parse_go_duration("500ms") == std::chrono::milliseconds(500));
+  CHECK(parse_go_duration("1m30s") == std::chrono::seconds(90));
+  CHECK(parse_go_duration("1.5h") == std::chrono::minutes(90));
+  CHECK(parse_go_duration("0") == std::chrono::nanoseconds(0));
+  CHECK_FALSE(parse_go_duration("10").has_value());
+  CHECK_FALSE(parse_go_duration("5x").has_value());
+}
+
+TEST_CASE("kubelet registers nodes and runs a pod to Succeeded", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  REQUIRE(eventually([&] { return env.get(env.nodes, "node-2").has_value(); }));
+  CHECK(env.condition(env.nodes, "node-0", "Ready") == "True");
+  CHECK(env.str(env.nodes, "node-0", "/status/allocatable/cpu") == "8");
+  CHECK(env.str(env.nodes, "node-0", "/status/capacity/nvidia.com~1gpu") == "8");
+
+  env.create(env.pods, pod_json("p1", R"("sim.unitrain.io/duration":"150ms")"));
+  REQUIRE(eventually([&] { return env.str(env.pods, "p1", "/status/phase") == "Running"; }));
+  auto running = *env.get(env.pods, "p1");
+  CHECK(str_at(running.root(), "/spec/nodeName").starts_with("node-"));
+  CHECK(str_at(running.root(), "/status/podIP").starts_with("10.244."));
+  CHECK(str_at(running.root(), "/status/hostIP").starts_with("172.18."));
+  CHECK_FALSE(str_at(running.root(), "/status/startTime").empty());
+  CHECK(str_at(running.root(), "/status/containerStatuses/0/state/running/startedAt").size() == 20);
+  CHECK(json::get_bool(running.root(), "/status/containerStatuses/0/ready") == true);
+  CHECK(str_at(running.root(), "/status/containerStatuses/0/image") == "trainer:1");
+  CHECK(str_at(running.root(), "/status/initContainerStatuses/0/state/terminated/reason") == "Completed");
+  CHECK(env.condition(env.pods, "p1", "PodScheduled") == "True");
+  CHECK(env.condition(env.pods, "p1", "Ready") == "True");
+
+  REQUIRE(eventually([&] { return env.str(env.pods, "p1", "/status/phase") == "Succeeded"; }));
+  auto done = *env.get(env.pods, "p1");
+  CHECK(json::get_int(done.root(), "/status/containerStatuses/0/state/terminated/exitCode") == 0);
+  CHECK(str_at(done.root(), "/status/containerStatuses/0/state/terminated/reason") == "Completed");
+  CHECK(env.condition(env.pods, "p1", "Ready") == "False");
+  auto logs = env.logs();
+  CHECK(std::find(logs.begin(), logs.end(), "default/p1: starting container main") != logs.end());
+  CHECK(std::find(logs.begin(), logs.end(), "default/p1: container main exited with code 0") != logs.end());
+}
+
+TEST_CASE("fail-times with restartPolicy Never fails the first runs of a name, then succeeds", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  std::string ann = R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2","sim.unitrain.io/fail-exit-code":"3")";
+  for (int run = 0; run < 3; ++run) {
+    env.create(env.pods, pod_json("flaky", ann));
+    std::string expected = run < 2 ? "Failed" : "Succeeded";
+    REQUIRE(eventually([&] { return env.str(env.pods, "flaky", "/status/phase") == expected; }));
+    auto pod = *env.get(env.pods, "flaky");
+    CHECK(json::get_int(pod.root(), "/status/containerStatuses/0/state/terminated/exitCode") == (run < 2 ? 3 : 0));
+    env.remove(env.pods, "flaky", std::nullopt);
+    REQUIRE(eventually([&] { return !env.get(env.pods, "flaky").has_value(); }));
+  }
+}
+
+TEST_CASE("restartPolicy OnFailure restarts in place; Always restarts after success", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.pods, pod_json("onfail", R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2")",
+                                "OnFailure"));
+  REQUIRE(eventually([&] { return env.str(env.pods, "onfail", "/status/phase") == "Succeeded"; }));
+  auto pod = *env.get(env.pods, "onfail");
+  CHECK(json::get_int(pod.root(), "/status/containerStatuses/0/restartCount") == 2);
+  CHECK(json::get_int(pod.root(), "/status/containerStatuses/0/lastState/terminated/exitCode") == 1);
+
+  env.create(env.pods, pod_json("always", R"("sim.unitrain.io/duration":"50ms")", "Always"));
+  REQUIRE(eventually([&] {
+    auto p = env.get(env.pods, "always");
+    return p && json::get_int(p->root(), "/status/containerStatuses/0/restartCount").value_or(0) >= 2;
+  }));
+  auto again = *env.get(env.pods, "always");
+  CHECK(str_at(again.root(), "/status/phase") == "Running");
+  CHECK(json::get_int(again.root(), "/status/containerStatuses/0/lastState/terminated/exitCode") == 0);
+}
+
+TEST_CASE("ready-after delays the Ready condition", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.pods, pod_json("slow", R"("sim.unitrain.io/duration":"5s","sim.unitrain.io/ready-after":"300ms")"));
+  REQUIRE(eventually([&] { return env.str(env.pods, "slow", "/status/phase") == "Running"; }));
+  CHECK(env.condition(env.pods, "slow", "Ready") == "False");
+  REQUIRE(eventually([&] { return env.condition(env.pods, "slow", "Ready") == "True"; }));
+}
+
+TEST_CASE("graceful deletion stops the container, then removes the pod", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.pods, pod_json("victim", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.str(env.pods, "victim", "/status/phase") == "Running"; }));
+  env.remove(env.pods, "victim", std::nullopt);
+  CHECK(env.get(env.pods, "victim").has_value());  // still there: graceful
+  REQUIRE(eventually([&] { return !env.get(env.pods, "victim").has_value(); }, 3s));
+  auto logs = env.logs();
+  CHECK(std::find(logs.begin(), logs.end(), "default/victim: container main exited with code 143") != logs.end());
+}
+
+TEST_CASE("kubelet manual mode changes no pod phase", "[kubelet]") {
+  Env env;
+  auto o = all(env);
+  o.kubelet_options.manual = true;
+  Controllers c(*env.store, std::move(o));
+  env.create(env.pods, pod_json("still", R"("sim.unitrain.io/duration":"10ms")"));
+  REQUIRE(eventually([&] { return !env.str(env.pods, "still", "/spec/nodeName").empty(); }));
+  std::this_thread::sleep_for(300ms);
+  CHECK(env.str(env.pods, "still", "/status/phase") == "Pending");
+}
+
+TEST_CASE("a NotReady node loses its running pods after the grace period", "[kubelet]") {
+  Env env;
+  Controllers c(*env.store, all(env, 1));
+  env.create(env.pods, pod_json("onnode", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.str(env.pods, "onnode", "/status/phase") == "Running"; }));
+  auto patched = env.store->patch(
+      env.nodes, "", "node-0", PatchKind::Strategic,
+      R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeStatusUnknown"}]}})", "status");
+  REQUIRE(patched);
+  REQUIRE(eventually([&] { return env.str(env.pods, "onnode", "/status/phase") == "Failed"; }, 3s));
+  CHECK(env.str(env.pods, "onnode", "/status/reason") == "NodeLost");
+  // The scheduler no longer places pods there.
+  env.create(env.pods, pod_json("later", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.condition(env.pods, "later", "PodScheduled", "/reason") == "Unschedulable"; }));
+  CHECK(env.condition(env.pods, "later", "PodScheduled", "/message") ==
+        "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.");
+}
+
+TEST_CASE("scheduler reports unfit pods and binds them when capacity frees", "[scheduler]") {
+  Env env;
+  Controllers c(*env.store, all(env, 3, "2"));
+  for (int i = 0; i < 3; ++i)
+    env.create(env.pods, pod_json(fmt::format("big-{}", i), R"("sim.unitrain.io/duration":"1h")", "Never", "1500m"));
+  REQUIRE(eventually([&] {
+    for (int i = 0; i < 3; ++i)
+      if (env.str(env.pods, fmt::format("big-{}", i), "/status/phase") != "Running") return false;
+    return true;
+  }));
+  std::vector<std::string> nodes_used;
+  for (int i = 0; i < 3; ++i) nodes_used.push_back(env.str(env.pods, fmt::format("big-{}", i), "/spec/nodeName"));
+  std::sort(nodes_used.begin(), nodes_used.end());
+  CHECK(nodes_used == std::vector<std::string>{"node-0", "node-1", "node-2"});
+
+  env.create(env.pods, pod_json("waiting", R"("sim.unitrain.io/duration":"100ms")", "Never", "1"));
+  REQUIRE(eventually([&] { return env.condition(env.pods, "waiting", "PodScheduled", "/reason") == "Unschedulable"; }));
+  CHECK(env.condition(env.pods, "waiting", "PodScheduled") == "False");
+  CHECK(env.condition(env.pods, "waiting", "PodScheduled", "/message") ==
+        "0/3 nodes are available: 3 Insufficient cpu.");
+  CHECK(env.str(env.pods, "waiting", "/spec/nodeName").empty());
+
+  env.remove(env.pods, "big-1", std::nullopt, 0);
+  REQUIRE(eventually([&] { return env.str(env.pods, "waiting", "/status/phase") == "Succeeded"; }));
+  CHECK(env.condition(env.pods, "waiting", "PodScheduled") == "True");
+}
+
+namespace {
+
+void gang_scenario(Env& env, bool volcano) {
+  // 3 nodes x 2 cpu; two 1-cpu blockers leave room for 4 of the 5 gang members.
+  env.create(env.pods, pod_json("blocker-0", R"("sim.unitrain.io/duration":"1h")", "Never", "1"));
+  env.create(env.pods, pod_json("blocker-1", R"("sim.unitrain.io/duration":"1h")", "Never", "1"));
+  REQUIRE(eventually([&] {
+    return env.str(env.pods, "blocker-0", "/status/phase") == "Running" &&
+           env.str(env.pods, "blocker-1", "/status/phase") == "Running";
+  }));
+  ResourceInfo pg = volcano ? *env.store->find_resource("scheduling.volcano.sh", "v1beta1", "podgroups")
+                            : *env.store->find_resource("scheduling.x-k8s.io", "v1alpha1", "podgroups");
+  env.create(pg, fmt::format(R"({{"apiVersion":"{}","kind":"PodGroup","metadata":{{"name":"gang"}},
+                                 "spec":{{"minMember":5{}}}}})",
+                             pg.api_version(), volcano ? R"(,"minResources":{"cpu":"5"})" : ""));
+  for (int i = 0; i < 5; ++i) {
+    std::string meta = volcano ? R"(,"labels":{})" : R"(,"labels":{"scheduling.x-k8s.io/pod-group":"gang"})";
+    std::string ann = R"("sim.unitrain.io/duration":"1h")";
+    if (volcano) ann += R"(,"scheduling.k8s.io/group-name":"gang")";
+    env.create(env.pods, pod_json(fmt::format("member-{}", i), ann, "Never", "1", meta,
+                                  volcano ? "volcano" : "scheduler-plugins-scheduler"));
+  }
+  REQUIRE(eventually([&] {
+    for (int i = 0; i < 5; ++i)
+      if (env.condition(env.pods, fmt::format("member-{}", i), "PodScheduled", "/reason") != "Unschedulable")
+        return false;
+    return true;
+  }));
+  std::this_thread::sleep_for(200ms);
+  for (int i = 0; i < 5; ++i) CHECK(env.str(env.pods, fmt::format("member-{}", i), "/spec/nodeName").empty());
+  CHECK(env.str(pg, "gang", "/status/phase") == (volcano ? "Pending" : "Scheduling"));
+
+  env.remove(env.pods, "blocker-0", std::nullopt, 0);
+  REQUIRE(eventually([&] {
+    for (int i = 0; i < 5; ++i)
+      if (env.str(env.pods, fmt::format("member-{}", i), "/status/phase") != "Running") return false;
+    return true;
+  }));
+  REQUIRE(eventually([&] { return env.str(pg, "gang", "/status/phase") == "Running"; }));
+  auto group = *env.get(pg, "gang");
+  CHECK(json::get_int(group.root(), "/status/running") == 5);
+  if (!volcano) CHECK(json::get_int(group.root(), "/status/scheduled") == 5);
+}
+
+}  // namespace
+
+TEST_CASE("Volcano gang: none of 5 bind while 4 fit, all bind once capacity frees", "[scheduler][gang]") {
+  Env env;
+  REQUIRE(install_podgroup_crds(*env.store, {true, false}));
+  Controllers c(*env.store, all(env, 3, "2"));
+  gang_scenario(env, true);
+}
+
+TEST_CASE("scheduler-plugins gang: none of 5 bind while 4 fit, all bind once capacity frees", "[scheduler][gang]") {
+  Env env;
+  REQUIRE(install_podgroup_crds(*env.store, {false, true}));
+  Controllers c(*env.store, all(env, 3, "2"));
+  gang_scenario(env, false);
+}
+
+TEST_CASE("podgroup CRDs installed after start are picked up", "[scheduler][gang]") {
+  Env env;
+  Controllers c(*env.store, all(env, 1, "4"));
+  env.create(env.pods, pod_json("vpod", R"("sim.unitrain.io/duration":"1h")", "Never", "1", "", "volcano"));
+  std::this_thread::sleep_for(200ms);
+  CHECK(env.str(env.pods, "vpod", "/spec/nodeName").empty());  // volcano not served yet
+  REQUIRE(install_podgroup_crds(*env.store));
+  // Without a group annotation a volcano pod schedules on its own.
+  REQUIRE(eventually([&] { return !env.str(env.pods, "vpod", "/spec/nodeName").empty(); }));
+}
+
+namespace {
+
+std::string cm_json(const std::string& name, const std::string& owner_name = "", const std::string& owner_uid = "",
+                    bool block = false) {
+  std::string refs;
+  if (!owner_uid.empty())
+    refs = fmt::format(R"(,"ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"{}","uid":"{}",
+                          "blockOwnerDeletion":{}}}])",
+                       owner_name, owner_uid, block ? "true" : "false");
+  return fmt::format(R"({{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{}"{}}},"data":{{"a":"b"}}}})",
+                     name, refs);
+}
+
+}  // namespace
+
+TEST_CASE("garbage collector: background, foreground and orphan propagation", "[gc]") {
+  Env env;
+  GarbageCollector gc(*env.store);
+
+  SECTION("background") {
+    auto owner = env.create(env.configmaps, cm_json("owner"));
+    std::string uid(str_at(owner.root(), "/metadata/uid"));
+    env.create(env.configmaps, cm_json("dep-a", "owner", uid));
+    env.create(env.configmaps, cm_json("dep-b", "owner", uid, true));
+    env.remove(env.configmaps, "owner", "Background");
+    CHECK_FALSE(env.get(env.configmaps, "owner").has_value());
+    REQUIRE(eventually([&] {
+      return !env.get(env.configmaps, "dep-a").has_value() && !env.get(env.configmaps, "dep-b").has_value();
+    }));
+  }
+  SECTION("foreground") {
+    auto owner = env.create(env.configmaps, cm_json("owner"));
+    std::string uid(str_at(owner.root(), "/metadata/uid"));
+    auto dep = env.create(env.configmaps, cm_json("dep", "owner", uid, true));
+    env.create(env.configmaps, cm_json("grandchild", "dep", std::string(str_at(dep.root(), "/metadata/uid")), true));
+    env.remove(env.configmaps, "owner", "Foreground");
+    auto deleting = env.get(env.configmaps, "owner");
+    REQUIRE(deleting.has_value());
+    CHECK(json::find(deleting->root(), "/metadata/deletionTimestamp") != nullptr);
+    REQUIRE(eventually([&] { return !env.get(env.configmaps, "owner").has_value(); }));
+    // The owner goes last.
+    CHECK_FALSE(env.get(env.configmaps, "dep").has_value());
+    CHECK_FALSE(env.get(env.configmaps, "grandchild").has_value());
+  }
+  SECTION("orphan") {
+    auto owner = env.create(env.configmaps, cm_json("owner"));
+    std::string uid(str_at(owner.root(), "/metadata/uid"));
+    env.create(env.configmaps, cm_json("dep", "owner", uid, true));
+    env.remove(env.configmaps, "owner", "Orphan");
+    REQUIRE(eventually([&] { return !env.get(env.configmaps, "owner").has_value(); }));
+    std::this_thread::sleep_for(100ms);
+    auto dep = env.get(env.configmaps, "dep");
+    REQUIRE(dep.has_value());
+    CHECK(json::find(dep->root(), "/metadata/ownerReferences") == nullptr);
+  }
+  SECTION("dependents of an owner that no longer exists") {
+    env.create(env.configmaps, cm_json("dangling", "ghost", "00000000-0000-0000-0000-000000000000"));
+    REQUIRE(eventually([&] { return !env.get(env.configmaps, "dangling").has_value(); }));
+  }
+}
+
+TEST_CASE("garbage collector collects dependents left from before it started", "[gc]") {
+  Env env;
+  auto owner = env.create(env.configmaps, cm_json("owner"));
+  env.create(env.configmaps, cm_json("dep", "owner", std::string(str_at(owner.root(), "/metadata/uid"))));
+  env.remove(env.configmaps, "owner", "Background");
+  REQUIRE(env.get(env.configmaps, "dep").has_value());
+  GarbageCollector gc(*env.store);
+  REQUIRE(eventually([&] { return !env.get(env.configmaps, "dep").has_value(); }));
+}
+
+namespace {
+
+std::string job_json(const std::string& name, const std::string& spec_extra, const std::string& annotations,
+                     const std::string& restart = "Never") {
+  return fmt::format(
+      R"({{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"{}"}},
+          "spec":{{{}"template":{{"metadata":{{"annotations":{{{}}}}},
+          "spec":{{"restartPolicy":"{}","containers":[{{"name":"main","image":"launcher:1"}}]}}}}}}}})",
+      name, spec_extra, annotations, restart);
+}
+
+std::vector<std::string> condition_types(const json::Document& job) {
+  std::vector<std::string> out;
+  if (const json::Value* cs = json::find(job.root(), "/status/conditions"); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray()) out.emplace_back(str_at(c, "/type"));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Job 1/1 runs its pod and completes as Kubernetes reports it", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto job = env.create(env.jobs, job_json("one", "", R"("sim.unitrain.io/duration":"100ms")"));
+  std::string uid(str_at(job.root(), "/metadata/uid"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "one", "Complete") == "True"; }));
+  auto done = *env.get(env.jobs, "one");
+  CHECK(json::get_int(done.root(), "/status/succeeded") == 1);
+  CHECK(json::find(done.root(), "/status/failed") == nullptr);
+  CHECK(json::get_int(done.root(), "/status/ready") == 0);
+  CHECK_FALSE(str_at(done.root(), "/status/startTime").empty());
+  CHECK_FALSE(str_at(done.root(), "/status/completionTime").empty());
+  CHECK(condition_types(done) == std::vector<std::string>{"SuccessCriteriaMet", "Complete"});
+  CHECK(env.condition(env.jobs, "one", "Complete", "/reason") == "CompletionsReached");
+  CHECK(env.condition(env.jobs, "one", "Complete", "/message") == "Reached expected number of succeeded pods");
+  CHECK(json::get_int(done.root(), "/spec/backoffLimit") == 6);
+  CHECK(str_at(done.root(), "/spec/selector/matchLabels/batch.kubernetes.io~1controller-uid") == uid);
+
+  auto pods = env.list(env.pods, "batch.kubernetes.io/job-name=one");
+  REQUIRE(pods.size() == 1);
+  const auto& pod = pods[0].root();
+  std::string name(str_at(pod, "/metadata/name"));
+  CHECK(name.size() == std::string("one-").size() + 5);
+  CHECK(name.starts_with("one-"));
+  CHECK(str_at(pod, "/metadata/labels/controller-uid") == uid);
+  CHECK(str_at(pod, "/metadata/labels/job-name") == "one");
+  CHECK(str_at(pod, "/metadata/labels/batch.kubernetes.io~1controller-uid") == uid);
+  CHECK(json::find(pod, "/metadata/annotations/batch.kubernetes.io~1job-tracking") != nullptr);
+  CHECK(str_at(pod, "/metadata/ownerReferences/0/uid") == uid);
+  CHECK(json::get_bool(pod, "/metadata/ownerReferences/0/controller") == true);
+  CHECK(json::get_bool(pod, "/metadata/ownerReferences/0/blockOwnerDeletion") == true);
+}
+
+TEST_CASE("Job with fail-times 2 completes within backoffLimit 3", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("retry", R"("backoffLimit":3,)",
+                                R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "retry", "Complete") == "True"; }));
+  auto done = *env.get(env.jobs, "retry");
+  CHECK(json::get_int(done.root(), "/status/failed") == 2);
+  CHECK(json::get_int(done.root(), "/status/succeeded") == 1);
+  CHECK(env.list(env.pods, "job-name=retry").size() == 3);
+}
+
+TEST_CASE("Job with fail-times 2 fails with backoffLimit 1", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("doomed", R"("backoffLimit":1,)",
+                                R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "doomed", "Failed") == "True"; }));
+  auto done = *env.get(env.jobs, "doomed");
+  CHECK(condition_types(done) == std::vector<std::string>{"FailureTarget", "Failed"});
+  CHECK(env.condition(env.jobs, "doomed", "Failed", "/reason") == "BackoffLimitExceeded");
+  CHECK(env.condition(env.jobs, "doomed", "Failed", "/message") == "Job has reached the specified backoff limit");
+  CHECK(json::get_int(done.root(), "/status/failed") == 2);
+  CHECK(json::find(done.root(), "/status/completionTime") == nullptr);
+}
+
+TEST_CASE("Job with restartPolicy OnFailure counts container restarts against backoffLimit", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("restarts", R"("backoffLimit":2,)",
+                                R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"5")", "OnFailure"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "restarts", "Failed") == "True"; }));
+  CHECK(env.condition(env.jobs, "restarts", "Failed", "/reason") == "BackoffLimitExceeded");
+}
+
+TEST_CASE("Job completions and parallelism", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("many", R"("completions":5,"parallelism":2,)", R"("sim.unitrain.io/duration":"50ms")"));
+  int max_active = 0;
+  REQUIRE(eventually([&] {
+    auto j = env.get(env.jobs, "many");
+    if (j) max_active = std::max<int>(max_active, static_cast<int>(json::get_int(j->root(), "/status/active").value_or(0)));
+    return env.condition(env.jobs, "many", "Complete") == "True";
+  }));
+  CHECK(max_active <= 2);
+  CHECK(json::get_int(env.get(env.jobs, "many")->root(), "/status/succeeded") == 5);
+  CHECK(env.list(env.pods, "job-name=many").size() == 5);
+}
+
+TEST_CASE("Job activeDeadlineSeconds fails it with DeadlineExceeded", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("slow", R"("activeDeadlineSeconds":1,)", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "slow", "Failed") == "True"; }, 5s));
+  CHECK(env.condition(env.jobs, "slow", "Failed", "/reason") == "DeadlineExceeded");
+  CHECK(env.condition(env.jobs, "slow", "Failed", "/message") == "Job was active longer than specified deadline");
+  CHECK(env.condition(env.jobs, "slow", "FailureTarget", "/reason") == "DeadlineExceeded");
+  // The active pod is deleted by the controller and, as in Kubernetes, counted as failed.
+  REQUIRE(eventually([&] {
+    for (const auto& p : env.list(env.pods, "job-name=slow")) {
+      auto phase = str_at(p.root(), "/status/phase");
+      if (phase != "Failed" && phase != "Succeeded") return false;
+    }
+    return true;
+  }));
+  REQUIRE(eventually([&] { return json::get_int(env.get(env.jobs, "slow")->root(), "/status/failed") == 1; }));
+}
+
+TEST_CASE("Job suspend deletes active pods and resume starts them again", "[job]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("paused", R"("suspend":true,)", R"("sim.unitrain.io/duration":"300ms")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "paused", "Suspended") == "True"; }));
+  CHECK(env.condition(env.jobs, "paused", "Suspended", "/reason") == "JobSuspended");
+  CHECK(env.list(env.pods, "job-name=paused").empty());
+  CHECK(env.str(env.jobs, "paused", "/status/startTime").empty());
+
+  REQUIRE(env.store->patch(env.jobs, "default", "paused", PatchKind::Merge, R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return json::get_int(env.get(env.jobs, "paused")->root(), "/status/active") == 1; }));
+  CHECK(env.condition(env.jobs, "paused", "Suspended") == "False");
+  CHECK(env.condition(env.jobs, "paused", "Suspended", "/reason") == "JobResumed");
+  CHECK_FALSE(env.str(env.jobs, "paused", "/status/startTime").empty());
+
+  // Suspending a running job deletes its pod without counting a failure.
+  REQUIRE(env.store->patch(env.jobs, "default", "paused", PatchKind::Merge, R"({"spec":{"suspend":true}})"));
+  REQUIRE(eventually([&] { return env.list(env.pods, "job-name=paused").empty(); }, 5s));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "paused", "Suspended") == "True"; }));
+  CHECK(json::find(env.get(env.jobs, "paused")->root(), "/status/failed") == nullptr);
+
+  REQUIRE(env.store->patch(env.jobs, "default", "paused", PatchKind::Merge, R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "paused", "Complete") == "True"; }));
+}
+
+TEST_CASE("Job ttlSecondsAfterFinished deletes the job and, through the GC, its pods", "[job][gc]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("shortlived", R"("ttlSecondsAfterFinished":0,)", R"("sim.unitrain.io/duration":"50ms")"));
+  REQUIRE(eventually([&] { return env.get(env.jobs, "shortlived").has_value(); }));
+  REQUIRE(eventually([&] { return !env.get(env.jobs, "shortlived").has_value(); }));
+  REQUIRE(eventually([&] { return env.list(env.pods, "job-name=shortlived").empty(); }));
+}
+
+TEST_CASE("deleting a Job cascades to its pods in background and foreground", "[job][gc]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  for (std::string policy : {"Background", "Foreground"}) {
+    std::string name = policy == "Background" ? "bg" : "fg";
+    env.create(env.jobs, job_json(name, R"("parallelism":2,"completions":2,)", R"("sim.unitrain.io/duration":"1h")"));
+    REQUIRE(eventually([&] { return env.list(env.pods, "job-name=" + name).size() == 2; }));
+    env.remove(env.jobs, name, policy);
+    REQUIRE(eventually([&] { return !env.get(env.jobs, name).has_value(); }));
+    if (policy == "Foreground") CHECK(env.list(env.pods, "job-name=" + name).empty());
+    REQUIRE(eventually([&] { return env.list(env.pods, "job-name=" + name).empty(); }));
+  }
+  // The API default for batch/v1 Jobs is orphan: the pods stay, without the owner reference.
+  env.create(env.jobs, job_json("orph", "", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.list(env.pods, "job-name=orph").size() == 1; }));
+  env.remove(env.jobs, "orph", std::nullopt);
+  REQUIRE(eventually([&] { return !env.get(env.jobs, "orph").has_value(); }));
+  REQUIRE(eventually([&] {
+    auto pods = env.list(env.pods, "job-name=orph");
+    return pods.size() == 1 && json::find(pods[0].root(), "/metadata/ownerReferences") == nullptr;
+  }));
+}
+
+TEST_CASE("Job podReplacementPolicy decides whether terminating pods are replaced at once", "[job]") {
+  for (std::string policy : {"TerminatingOrFailed", "Failed"}) {
+    Env env;
+    auto o = all(env);
+    o.kubelet_options.max_termination_grace = 1s;  // a terminating window the test can observe
+    Controllers c(*env.store, std::move(o));
+    env.create(env.jobs, job_json("repl", fmt::format(R"("podReplacementPolicy":"{}",)", policy),
+                                  R"("sim.unitrain.io/duration":"1h")"));
+    REQUIRE(eventually([&] { return env.list(env.pods, "job-name=repl").size() == 1; }));
+    REQUIRE(eventually([&] { return env.str(env.pods, std::string(str_at(env.list(env.pods, "job-name=repl")[0].root(),
+                                                                         "/metadata/name")),
+                                            "/status/phase") == "Running"; }));
+    env.remove(env.pods, str_at(env.list(env.pods, "job-name=repl")[0].root(), "/metadata/name"), std::nullopt);
+    REQUIRE(eventually([&] {
+      return json::get_int(env.get(env.jobs, "repl")->root(), "/status/terminating").value_or(0) == 1;
+    }));
+    if (policy == "Failed") {
+      std::this_thread::sleep_for(300ms);
+      auto job = *env.get(env.jobs, "repl");
+      CHECK(json::get_int(job.root(), "/status/terminating") == 1);
+      CHECK(json::find(job.root(), "/status/active") == nullptr);
+      CHECK(env.list(env.pods, "job-name=repl").size() == 1);
+      // Once the old pod ended Failed, the replacement comes.
+      REQUIRE(eventually([&] { return json::get_int(env.get(env.jobs, "repl")->root(), "/status/active") == 1; }, 5s));
+    } else {
+      REQUIRE(eventually([&] { return json::get_int(env.get(env.jobs, "repl")->root(), "/status/active") == 1; }, 500ms));
+      CHECK(json::get_int(env.get(env.jobs, "repl")->root(), "/status/terminating") == 1);
+    }
+    CHECK(json::get_int(env.get(env.jobs, "repl")->root(), "/status/failed").value_or(0) <= 1);
+  }
+}

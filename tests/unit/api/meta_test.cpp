@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+
+#include "core/api/meta.h"
+
+namespace api = unitrain::api;
+namespace json = unitrain::json;
+using api::FieldPath;
+
+namespace {
+json::Document doc(std::string_view text) { return json::Document::parse(text).value(); }
+}  // namespace
+
+TEST_CASE("object meta readers") {
+  auto pod = doc(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1",
+    "resourceVersion":"42","generation":3,"labels":{"a":"b"},"annotations":{"x/y":"z","n":1},
+    "creationTimestamp":"2024-01-02T03:04:05Z","deletionTimestamp":"2024-01-02T03:05:05Z",
+    "finalizers":["f1","f2"]}})");
+  const auto& o = pod.root();
+  CHECK(api::api_version_of(o) == "v1");
+  CHECK(api::kind_of(o) == "Pod");
+  CHECK(api::name_of(o) == "p");
+  CHECK(api::namespace_of(o) == "ns");
+  CHECK(api::uid_of(o) == "u1");
+  CHECK(api::resource_version_of(o) == "42");
+  CHECK(api::generation_of(o) == 3);
+  CHECK(api::annotations_of(o) == api::Labels{{"x/y", "z"}});
+  CHECK(api::labels_of(o) == api::Labels{{"a", "b"}});
+  REQUIRE(api::deletion_timestamp_of(o));
+  CHECK(*api::deletion_timestamp_of(o) - *api::creation_timestamp_of(o) == std::chrono::seconds(60));
+  CHECK(api::finalizers_of(o) == std::vector<std::string>{"f1", "f2"});
+  CHECK(api::has_finalizer(o, "f2"));
+  CHECK_FALSE(api::has_finalizer(o, "f3"));
+  CHECK(api::key_of(o) == "ns/p");
+
+  auto bare = doc(R"({"metadata":{"name":"n","generation":"x","deletionTimestamp":"bad"}})");
+  CHECK(api::key_of(bare.root()) == "n");
+  CHECK(api::generation_of(bare.root()) == 0);
+  CHECK_FALSE(api::deletion_timestamp_of(bare.root()));
+  CHECK(api::namespace_of(bare.root()).empty());
+  CHECK(api::finalizers_of(bare.root()).empty());
+}
+
+TEST_CASE("object meta mutators keep other fields") {
+  auto o = doc(R"({"kind":"Pod","metadata":{"name":"p"},"spec":{"x-unknown":[1]}})");
+  REQUIRE(api::set_label(o, "training.kubeflow.org/job-name", "j"));
+  REQUIRE(api::set_annotation(o, "a~b", "c"));
+  CHECK(api::labels_of(o.root()) == api::Labels{{"training.kubeflow.org/job-name", "j"}});
+  CHECK(api::annotations_of(o.root()) == api::Labels{{"a~b", "c"}});
+  CHECK(api::add_finalizer(o, "kubeflow.org/x"));
+  CHECK_FALSE(api::add_finalizer(o, "kubeflow.org/x"));
+  CHECK(api::finalizers_of(o.root()) == std::vector<std::string>{"kubeflow.org/x"});
+  CHECK(api::remove_finalizer(o, "kubeflow.org/x"));
+  CHECK_FALSE(api::remove_finalizer(o, "kubeflow.org/x"));
+  CHECK(api::remove_label(o, "training.kubeflow.org/job-name"));
+  CHECK_FALSE(api::remove_label(o, "training.kubeflow.org/job-name"));
+  CHECK(api::remove_annotation(o, "a~b"));
+  CHECK(o.dump() ==
+        R"({"kind":"Pod","metadata":{"name":"p","labels":{},"annotations":{},"finalizers":[]},"spec":{"x-unknown":[1]}})");
+  json::Document not_object = json::Document::array();
+  CHECK_FALSE(api::set_label(not_object, "a", "b"));
+}
+
+TEST_CASE("owner references round trip and controller lookup") {
+  auto job = doc(R"({"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"j","namespace":"ns","uid":"u-1"}})");
+  auto ref = api::make_owner_reference(job.root());
+  CHECK(ref == api::OwnerReference{"kubeflow.org/v1", "PyTorchJob", "j", "u-1", true, true});
+  json::Document out = json::Document::object();
+  out.root() = ref.to_json(out.alloc());
+  CHECK(out.dump() ==
+        R"({"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"j","uid":"u-1","controller":true,"blockOwnerDeletion":true})");
+  auto plain = api::make_owner_reference(job.root(), false);
+  out.root() = plain.to_json(out.alloc());
+  CHECK(out.dump() == R"({"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"j","uid":"u-1"})");
+  auto back = api::OwnerReference::from_json(out.root(), FieldPath("ref"));
+  REQUIRE(back);
+  CHECK(*back == plain);
+
+  auto pod = doc(R"({"metadata":{"name":"p","namespace":"ns"}})");
+  REQUIRE(api::set_owner_reference(pod, plain));
+  CHECK_FALSE(api::controller_of(pod.root()));
+  REQUIRE(api::set_owner_reference(pod, ref));  // same uid: replaced, not duplicated
+  CHECK(api::owner_references_of(pod.root()).size() == 1);
+  CHECK(api::is_controlled_by(pod.root(), "u-1"));
+  CHECK_FALSE(api::is_controlled_by(pod.root(), "u-2"));
+  api::OwnerReference other{"v1", "X", "x", "u-2", true, true};
+  auto conflict = api::set_owner_reference(pod, other);
+  REQUIRE_FALSE(conflict);
+  CHECK(conflict.error().message == "metadata.ownerReferences: object ns/p is already controlled by PyTorchJob j (uid u-1)");
+}
+
+TEST_CASE("owner reference decode errors carry field paths") {
+  auto bad = doc(R"({"apiVersion":"v1","kind":3,"name":"","controller":"yes"})");
+  auto r = api::OwnerReference::from_json(bad.root(), FieldPath("metadata").child("ownerReferences").index(1));
+  REQUIRE_FALSE(r);
+  CHECK(api::aggregate(r.error()) ==
+        "[metadata.ownerReferences[1].kind: Invalid value: 3: must be a string, "
+        "metadata.ownerReferences[1].name: Required value, metadata.ownerReferences[1].uid: Required value, "
+        R"(metadata.ownerReferences[1].controller: Invalid value: "yes": must be a boolean])");
+  auto pod = doc(R"({"metadata":{"ownerReferences":[{"kind":"X"},{"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":true}]}})");
+  CHECK(api::owner_references_of(pod.root()).size() == 1);
+  CHECK(api::controller_of(pod.root())->name == "n");
+}
+
+TEST_CASE("metav1 condition encode, decode and set") {
+  auto t0 = api::parse_time("2024-01-02T03:04:05Z").value();
+  auto t1 = t0 + std::chrono::seconds(10);
+  std::vector<api::Condition> conds;
+  CHECK(api::set_status_condition(conds, {"Ready", "False", 2, std::nullopt, "Init", "starting"}, t0));
+  CHECK_FALSE(api::set_status_condition(conds, {"Ready", "False", 2, std::nullopt, "Init", "starting"}, t1));
+  CHECK(api::set_status_condition(conds, {"Ready", "False", 2, std::nullopt, "Wait", "waiting"}, t1));
+  CHECK(conds[0].last_transition_time == t0);
+  CHECK(api::set_status_condition(conds, {"Ready", "True", 3, std::nullopt, "Up", "up"}, t1));
+  CHECK(conds[0].last_transition_time == t1);
+  REQUIRE(api::find_status_condition(conds, "Ready"));
+  CHECK(api::find_status_condition(conds, "Ready")->observed_generation == 3);
+  CHECK_FALSE(api::find_status_condition(conds, "Other"));
+
+  json::Document out = json::Document::object();
+  out.root() = conds[0].to_json(out.alloc());
+  CHECK(out.dump() ==
+        R"({"type":"Ready","status":"True","observedGeneration":3,"lastTransitionTime":"2024-01-02T03:04:15Z","reason":"Up","message":"up"})");
+  auto back = api::Condition::from_json(out.root(), FieldPath("status").child("conditions").index(0));
+  REQUIRE(back);
+  CHECK(*back == conds[0]);
+  api::Condition zero{"A", "Unknown", 0, std::nullopt, "", ""};
+  out.root() = zero.to_json(out.alloc());
+  CHECK(out.dump() == R"({"type":"A","status":"Unknown","lastTransitionTime":null,"reason":"","message":""})");
+
+  auto bad = doc(R"({"status":"True","lastTransitionTime":"yesterday"})");
+  auto err = api::Condition::from_json(bad.root(), FieldPath("status").child("conditions").index(2));
+  REQUIRE_FALSE(err);
+  CHECK(api::aggregate(err.error()) ==
+        "[status.conditions[2].type: Required value, status.conditions[2].lastTransitionTime: Invalid value: "
+        "\"yesterday\": time 'yesterday': position 1: expected 4-digit year]");
+}
