@@ -139,7 +139,8 @@ json::Document project_service(const json::Value& full) {
   auto& a = d.alloc();
   if (const auto* spec = json::find(full, "/spec"); spec && spec->IsObject()) {
     json::Value s(rapidjson::kObjectType);
-    copy_members(*spec, s, {"clusterIP"}, a);
+    // selector and publishNotReadyAddresses: what controllers keep in sync on their Services.
+    copy_members(*spec, s, {"clusterIP", "selector", "publishNotReadyAddresses"}, a);
     if (const auto* ports = json::find(*spec, "/ports"); ports && ports->IsArray()) {
       json::Value out(rapidjson::kArrayType);
       for (const auto& p : ports->GetArray()) {

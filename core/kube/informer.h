@@ -61,7 +61,8 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj);
 // Drops annotations (kubectl's last-applied copy alone can double a pod), managedFields, the
 // whole pod spec except the node, volumes, env, images, messages and timestamps of states.
 json::Document project_pod(const json::Value& full);
-// Service projection: the same metadata as pods, spec.clusterIP and spec.ports (name, port).
+// Service projection: the same metadata as pods, spec.clusterIP, spec.selector,
+// spec.publishNotReadyAddresses and spec.ports (name, port).
 json::Document project_service(const json::Value& full);
 
 // A thread-safe keyed store with secondary indexes.
