@@ -380,7 +380,9 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
   auto ps = project_service(svc->root());
   CHECK(json::get_string(ps.root(), "/spec/clusterIP") == "None");
   CHECK(json::get_int(ps.root(), "/spec/ports/0/port") == 23456);
-  CHECK(!json::find(ps.root(), "/spec/selector"));
+  // Controllers keep a Service's selector in sync, so the projection keeps it; targetPort goes.
+  CHECK(json::get_string(ps.root(), "/spec/selector/l") == "v");
+  CHECK(!json::find(ps.root(), "/spec/ports/0/targetPort"));
   CHECK(json::get_string(ps.root(), "/metadata/labels/l") == "v");
 }
 
