@@ -216,23 +216,7 @@ class MXPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  framework::FrameworkDescriptor d;
-  d.name = "kubeflow.org/mxjob";
-  d.aliases = {"mxjob", "mxnet"};
-  d.group = "kubeflow.org";
-  d.version = "v1";
-  d.kind = std::string(kKind);
-  d.plural = "mxjobs";
-  d.singular = "mxjob";
-  d.replica_specs_field = "mxReplicaSpecs";
-  d.replica_types = kReplicaTypes;
-  d.default_container = "mxnet";
-  d.default_port_name = std::string(kPortName);
-  d.default_port = 9091;
-  d.controller_name = "mxjob-controller";
-  d.metrics_framework = "mxnet";
-  d.managed_by = {"kubeflow.org/training-operator"};
-  d.owns_unset_managed_by = true;
+  auto d = framework::common::kubeflow_v1_descriptor(kKind, "mxReplicaSpecs", kReplicaTypes, "mxnet", kPortName, 9091, "mxnet");
   return d;
 }
 

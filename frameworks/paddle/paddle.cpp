@@ -140,23 +140,7 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  framework::FrameworkDescriptor d;
-  d.name = "kubeflow.org/paddlejob";
-  d.aliases = {"paddlejob", "paddle"};
-  d.group = "kubeflow.org";
-  d.version = "v1";
-  d.kind = std::string(kKind);
-  d.plural = "paddlejobs";
-  d.singular = "paddlejob";
-  d.replica_specs_field = "paddleReplicaSpecs";
-  d.replica_types = kReplicaTypes;
-  d.default_container = "paddle";
-  d.default_port_name = std::string(kPortName);
-  d.default_port = kPort;
-  d.controller_name = "paddlejob-controller";
-  d.metrics_framework = "paddle";
-  d.managed_by = {"kubeflow.org/training-operator"};
-  d.owns_unset_managed_by = true;
+  auto d = framework::common::kubeflow_v1_descriptor(kKind, "paddleReplicaSpecs", kReplicaTypes, "paddle", kPortName, kPort, "paddle");
   return d;
 }
 

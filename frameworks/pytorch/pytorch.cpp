@@ -353,24 +353,8 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  framework::FrameworkDescriptor d;
-  d.name = "kubeflow.org/pytorchjob";
-  d.aliases = {"pytorchjob", "pytorch"};
-  d.group = "kubeflow.org";
-  d.version = "v1";
-  d.kind = std::string(kKind);
-  d.plural = "pytorchjobs";
-  d.singular = "pytorchjob";
-  d.replica_specs_field = "pytorchReplicaSpecs";
-  d.replica_types = kReplicaTypes;
-  d.default_container = std::string(kContainer);
-  d.default_port_name = std::string(kPortName);
-  d.default_port = kPort;
-  d.controller_name = std::string(kController);
+  auto d = framework::common::kubeflow_v1_descriptor(kKind, "pytorchReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "pytorch");
   d.replica_type_label = std::string(kLabelReplicaType);
-  d.metrics_framework = "pytorch";
-  d.managed_by = {"kubeflow.org/training-operator"};
-  d.owns_unset_managed_by = true;
   d.owned_resources = {{"autoscaling", "v2", "horizontalpodautoscalers"}};
   return d;
 }

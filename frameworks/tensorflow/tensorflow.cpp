@@ -264,23 +264,7 @@ class TFPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  framework::FrameworkDescriptor d;
-  d.name = "kubeflow.org/tfjob";
-  d.aliases = {"tfjob", "tensorflow"};
-  d.group = "kubeflow.org";
-  d.version = "v1";
-  d.kind = std::string(kKind);
-  d.plural = "tfjobs";
-  d.singular = "tfjob";
-  d.replica_specs_field = "tfReplicaSpecs";
-  d.replica_types = kReplicaTypes;
-  d.default_container = std::string(kContainer);
-  d.default_port_name = std::string(kPortName);
-  d.default_port = kPort;
-  d.controller_name = "tfjob-controller";
-  d.metrics_framework = "tensorflow";
-  d.managed_by = {"kubeflow.org/training-operator"};
-  d.owns_unset_managed_by = true;
+  auto d = framework::common::kubeflow_v1_descriptor(kKind, "tfReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "tensorflow");
   return d;
 }
 

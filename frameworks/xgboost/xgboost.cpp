@@ -153,23 +153,7 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  framework::FrameworkDescriptor d;
-  d.name = "kubeflow.org/xgboostjob";
-  d.aliases = {"xgboostjob", "xgboost"};
-  d.group = "kubeflow.org";
-  d.version = "v1";
-  d.kind = std::string(kKind);
-  d.plural = "xgboostjobs";
-  d.singular = "xgboostjob";
-  d.replica_specs_field = "xgbReplicaSpecs";
-  d.replica_types = kReplicaTypes;
-  d.default_container = "xgboost";
-  d.default_port_name = std::string(kPortName);
-  d.default_port = 9999;
-  d.controller_name = "xgboostjob-controller";
-  d.metrics_framework = "xgboost";
-  d.managed_by = {"kubeflow.org/training-operator"};
-  d.owns_unset_managed_by = true;
+  auto d = framework::common::kubeflow_v1_descriptor(kKind, "xgbReplicaSpecs", kReplicaTypes, "xgboost", kPortName, 9999, "xgboost");
   return d;
 }
 
