@@ -13,17 +13,25 @@
 
 namespace unitrain::json {
 
-Document::Document() : doc_(std::make_unique<rapidjson::Document>()) {}
+namespace {
+// First chunk of a document built in code; parsed and copied documents size theirs to the input.
+constexpr std::size_t kSmallChunk = 1024;
+constexpr std::size_t kLargestChunk = 64 * 1024;
+std::size_t chunk_for(std::size_t bytes) { return std::clamp(bytes, kSmallChunk, kLargestChunk); }
+}  // namespace
+
+Document::Document() : Document(kSmallChunk) {}
+Document::Document(std::size_t chunk_bytes) : storage_(std::make_unique<Storage>(chunk_bytes)) {}
 
 Document Document::object() {
   Document d;
-  d.doc_->SetObject();
+  d.storage_->doc.SetObject();
   return d;
 }
 
 Document Document::array() {
   Document d;
-  d.doc_->SetArray();
+  d.storage_->doc.SetArray();
   return d;
 }
 
@@ -167,9 +175,10 @@ bool find_duplicate_key(const Value& v, std::string& key, std::vector<std::strin
 }  // namespace
 
 Result<Document> Document::parse(std::string_view text) {
-  Document d;
+  // Parsed values take about as many bytes as their text (strings copied, 16-byte nodes).
+  Document d(chunk_for(text.size()));
   TextGenerator gen{text, {}, false, false};
-  d.doc_->Populate(gen);
+  d.storage_->doc.Populate(gen);
   if (gen.too_deep) {
     return fail(fmt::format("invalid JSON at offset {}: nesting deeper than {} levels",
                             gen.result.Offset(), kMaxDepth));
@@ -184,7 +193,7 @@ Result<Document> Document::parse(std::string_view text) {
   }
   std::string key;
   std::vector<std::string> reversed_path;
-  if (find_duplicate_key(*d.doc_, key, reversed_path)) {
+  if (find_duplicate_key(d.storage_->doc, key, reversed_path)) {
     std::string path;
     for (auto it = reversed_path.rbegin(); it != reversed_path.rend(); ++it) path += "/" + *it;
     return fail(fmt::format("invalid JSON: duplicate key \"{}\" in {}", key, path.empty() ? "/" : path));
@@ -194,27 +203,25 @@ Result<Document> Document::parse(std::string_view text) {
 
 Document Document::copy_of(const Value& v) {
   Document d;
-  d.doc_->CopyFrom(v, d.alloc());
+  d.storage_->doc.CopyFrom(v, d.alloc());
   return d;
 }
 
-Document::Document(const Document& other) : Document() { doc_->CopyFrom(*other.doc_, alloc()); }
+Document::Document(const Document& other) : Document(chunk_for(other.storage_->pool.Size())) {
+  storage_->doc.CopyFrom(other.storage_->doc, alloc());
+}
 
 Document& Document::operator=(const Document& other) {
-  if (this != &other) {
-    auto fresh = std::make_unique<rapidjson::Document>();
-    fresh->CopyFrom(*other.doc_, fresh->GetAllocator());
-    doc_ = std::move(fresh);
-  }
+  if (this != &other) *this = Document(other);
   return *this;
 }
 
 // A moved-from Document holds a fresh null document, so it stays usable.
-Document::Document(Document&& other) noexcept : doc_(std::move(other.doc_)) {
-  other.doc_ = std::make_unique<rapidjson::Document>();
+Document::Document(Document&& other) noexcept : storage_(std::move(other.storage_)) {
+  other.storage_ = std::make_unique<Storage>(kSmallChunk);
 }
 Document& Document::operator=(Document&& other) noexcept {
-  std::swap(doc_, other.doc_);
+  std::swap(storage_, other.storage_);
   return *this;
 }
 Document::~Document() = default;
@@ -226,13 +233,13 @@ std::string dump(const Value& v) {
   return {buf.GetString(), buf.GetSize()};
 }
 
-std::string Document::dump() const { return json::dump(*doc_); }
+std::string Document::dump() const { return json::dump(storage_->doc); }
 
 std::string Document::pretty() const {
   rapidjson::StringBuffer buf;
   rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
   w.SetIndent(' ', 2);
-  doc_->Accept(w);
+  storage_->doc.Accept(w);
   return {buf.GetString(), buf.GetSize()};
 }
 

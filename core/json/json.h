@@ -46,9 +46,9 @@ class Document {
   Document& operator=(Document&&) noexcept;
   ~Document();
 
-  Value& root() { return *doc_; }
-  const Value& root() const { return *doc_; }
-  Allocator& alloc() { return doc_->GetAllocator(); }
+  Value& root() { return storage_->doc; }
+  const Value& root() const { return storage_->doc; }
+  Allocator& alloc() { return storage_->pool; }
 
   // Compact output in member order (what the API server gets).
   std::string dump() const;
@@ -58,7 +58,15 @@ class Document {
   friend bool operator==(const Document& a, const Document& b);
 
  private:
-  std::unique_ptr<rapidjson::Document> doc_;
+  // RapidJSON's own pool starts with a 64 KiB chunk; an informer caches tens of thousands of
+  // documents of a few KiB each, so every document owns a pool sized to its content instead.
+  struct Storage {
+    explicit Storage(std::size_t chunk_bytes) : pool(chunk_bytes), doc(&pool) {}
+    Allocator pool;
+    rapidjson::Document doc;
+  };
+  explicit Document(std::size_t chunk_bytes);
+  std::unique_ptr<Storage> storage_;
 };
 
 // Deep equality; object members compare regardless of order, numbers by value (1 == 1.0).
