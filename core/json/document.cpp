@@ -18,6 +18,26 @@ namespace {
 constexpr std::size_t kSmallChunk = 1024;
 constexpr std::size_t kLargestChunk = 64 * 1024;
 std::size_t chunk_for(std::size_t bytes) { return std::clamp(bytes, kSmallChunk, kLargestChunk); }
+
+// Bytes a deep copy of `v` takes in a RapidJSON pool: copies size member and element arrays
+// exactly, and strings longer than the 13 characters a Value holds inline get their own block.
+std::size_t footprint(const Value& v) {
+  constexpr std::size_t kInlineChars = 13;
+  auto aligned = [](std::size_t n) { return (n + 7) & ~std::size_t{7}; };
+  if (v.IsString()) return v.GetStringLength() > kInlineChars ? aligned(v.GetStringLength() + 1) : 0;
+  std::size_t bytes = 0;
+  if (v.IsObject()) {
+    bytes += v.MemberCount() * sizeof(Value::Member);
+    for (const auto& m : v.GetObject()) bytes += footprint(m.name) + footprint(m.value);
+  } else if (v.IsArray()) {
+    bytes += v.Size() * sizeof(Value);
+    for (const auto& e : v.GetArray()) bytes += footprint(e);
+  }
+  return bytes;
+}
+
+// A copy is usually kept (cached, compared): one chunk that fits it, small growth afterwards.
+std::size_t chunk_for_copy(const Value& v) { return std::clamp(footprint(v), std::size_t{256}, kLargestChunk); }
 }  // namespace
 
 Document::Document() : Document(kSmallChunk) {}
@@ -202,12 +222,12 @@ Result<Document> Document::parse(std::string_view text) {
 }
 
 Document Document::copy_of(const Value& v) {
-  Document d;
+  Document d(chunk_for_copy(v));
   d.storage_->doc.CopyFrom(v, d.alloc());
   return d;
 }
 
-Document::Document(const Document& other) : Document(chunk_for(other.storage_->pool.Size())) {
+Document::Document(const Document& other) : Document(chunk_for_copy(other.storage_->doc)) {
   storage_->doc.CopyFrom(other.storage_->doc, alloc());
 }
 

@@ -57,6 +57,9 @@ class Document {
 
   friend bool operator==(const Document& a, const Document& b);
 
+  // Heap bytes this document's pool holds (its chunks): what a cache pays per object.
+  std::size_t allocated_bytes() const { return storage_->pool.Capacity(); }
+
  private:
   // RapidJSON's own pool starts with a 64 KiB chunk; an informer caches tens of thousands of
   // documents of a few KiB each, so every document owns a pool sized to its content instead.

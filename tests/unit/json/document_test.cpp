@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "core/json/json.h"
 
 using unitrain::json::Document;
@@ -70,4 +72,23 @@ TEST_CASE("parse rejects duplicate keys, naming the key and the object") {
   REQUIRE_FALSE(large);
   CHECK(large.error().message == R"(invalid JSON: duplicate key "k~/7" in /)");
   CHECK(Document::parse(R"({"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]})"));
+}
+
+TEST_CASE("a document's pool is sized to its content, not RapidJSON's 64 KiB chunk") {
+  std::string text = R"({"metadata":{"name":"job-worker-0","labels":{"training.kubeflow.org/job-name":"job"}},"items":[)";
+  for (int i = 0; i < 40; ++i) text += fmt::format(R"({}{{"name":"container-number-{}","image":"registry/image:tag"}})", i ? "," : "", i);
+  text += "]}";
+  auto parsed = Document::parse(text);
+  REQUIRE(parsed);
+  CHECK(parsed->allocated_bytes() <= 2 * text.size() + 1024);
+  auto copy = Document::copy_of(parsed->root());
+  CHECK(copy.allocated_bytes() <= 2 * text.size());
+  CHECK(copy == *parsed);
+  Document built = Document::object();
+  REQUIRE(json::set_string(built, "/a", "b"));
+  CHECK(built.allocated_bytes() <= 1024);
+  Document assigned;
+  assigned = copy;
+  CHECK(assigned.allocated_bytes() == copy.allocated_bytes());
+  CHECK(assigned == copy);
 }
