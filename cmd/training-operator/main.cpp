@@ -228,6 +228,20 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
     return 1;
   }
   CountingClient client(**rest_client);
+  // Leader election gets its own client without retries (controller-runtime also gives it a
+  // separate one): a renewal that waits out the shared client's backoff against an unreachable
+  // server would hold up stop(), and a failed attempt is simply tried again next retry period.
+  kube::RestClientOptions election_options;
+  election_options.retry.max_retries = 0;
+  election_options.transport.connect_timeout = std::chrono::seconds(2);
+  kube::RestConfig election_rest = rest;
+  election_rest.timeout = std::chrono::seconds(5);
+  auto election_rest_client = kube::RestClient::create(election_rest, election_options);
+  if (!election_rest_client) {
+    spdlog::error("API client for {}: {}", rest.server_url(), election_rest_client.error().message);
+    return 1;
+  }
+  CountingClient election_client(**election_rest_client);
   kube::RealClock clock;
 
   if (cluster) {
@@ -275,7 +289,7 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   std::atomic<bool> lost_lease{false};
   std::atomic<bool> want_start{!f.leader_elect};
   std::atomic<bool> workers_started{false};
-  OperatorMetrics metrics(client, f.leader_election_id, [&] { return leading.load(); });
+  OperatorMetrics metrics({&client, &election_client}, f.leader_election_id, [&] { return leading.load(); });
   // Caches fill on every replica; only the leader's workers reconcile.
   for (auto& r : recorders) r->start();
   for (auto& c : controllers) {
@@ -338,7 +352,7 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
       lost_lease = true;
     };
     lc.on_new_leader = [](const std::string& who) { spdlog::info("leader is now {}", who); };
-    auto e = kube::LeaderElector::create(client, clock, lc);
+    auto e = kube::LeaderElector::create(election_client, clock, lc);
     if (!e) {
       spdlog::error("--leader-elect: {}", e.error().message);
       return 1;

@@ -6,7 +6,8 @@
 #  2. kill -9 of A: B takes over within the lease duration (15 s) plus one retry period, finishes
 #     A's running job and runs a job submitted while nobody led, creating no pod twice;
 #  3. SIGTERM of B (with C following): B stops within 30 s with exit 0 and releases the lease, so
-#     C takes over at its next retry instead of after the 15 s expiry.
+#     C takes over at its next retry instead of after the 15 s expiry;
+#  4. SIGTERM of C after the API server died: still a clean stop (exit 0, not the 30 s watchdog).
 # Pod creations are counted per name from a watch on the cluster that runs the whole time.
 set -u
 bin=$1 lc=$2 src=$3
@@ -27,7 +28,8 @@ fail() { echo "FAIL: $*"; dump; exit 1; }
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
 
 "$lc" --controllers --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" >"$work/cluster.out" 2>"$work/cluster.log" &
-pids+=($!)
+cluster=$!
+pids+=($cluster)
 for _ in $(seq 100); do grep -q '^ready ' "$work/cluster.out" && break; sleep 0.1; done
 grep -q '^ready ' "$work/cluster.out" || fail "localcluster did not print 'ready <url>'"
 k apply --server-side -k "$src/manifests/crds" >/dev/null || fail "installing the CRDs"
@@ -135,6 +137,14 @@ dups=$(awk '$1 == "ADDED" && !seen[$2 " " $3]++ { uids[$2]++ } END { for (n in u
 created=$(awk '$1 == "ADDED" { print $2 }' "$work/pod-events" | sort -u | wc -l)
 [[ $created == 9 ]] || fail "$created distinct pods were created, want 9 (3 jobs x 3)"
 echo "ok: 9 pods created, each exactly once"
+
+# --- 4. the API server goes away, then SIGTERM
+kill -KILL "$watcher" "$cluster"
+wait "$watcher" "$cluster" 2>/dev/null
+sleep 1
+t0=$SECONDS
 kill -TERM "${pid_of[c]}"
-wait "${pid_of[c]}" || fail "c exited $? after SIGTERM"
+wait "${pid_of[c]}"; rc=$?
+[[ $rc == 0 ]] || fail "c exited $rc after SIGTERM with the API server gone (1: the 30 s watchdog fired)"
+echo "ok: c stopped in $((SECONDS - t0)) s after SIGTERM with the API server gone"
 echo "PASS (takeover after kill -9: ${takeover} s; handover after SIGTERM: ${handover} s)"
