@@ -3,7 +3,8 @@
 #  1. the examples in examples/ all succeed: plain lines (no cursor movement), a summary, exit 0;
 #  2. a failing job: exit 1 and the message names it; a job that outlives DEMO_TIMEOUT: exit 2,
 #     named;
-#  3. SIGINT while jobs run: exit 130 within 30 s, the operator process and its embedded cluster
+#  3. on a terminal: a table redrawn in place (cursor up), no plain lines;
+#  4. SIGINT while jobs run: exit 130 within 30 s, the operator process and its embedded cluster
 #     are gone, and the demo's temporary directory is removed.
 set -u
 bin=$1 src=$2
@@ -54,7 +55,23 @@ job_yaml sleepy 0 300 >"$work/slow/sleepy.yaml"
 grep -q 'timeout after 3s; unfinished job(s): sleepy$' "$work/slow.out" || fail "the timeout message does not name sleepy: $(tail -3 "$work/slow.out")"
 (( fails == before )) && echo "ok: failure exits 1 naming doomed; timeout exits 2 naming sleepy"
 
-# --- 3. SIGINT
+# --- 3. on a terminal (script(1) provides one): the table is redrawn in place
+before=$fails
+if command -v script >/dev/null; then
+  mkdir -p "$work/quick"
+  job_yaml quick 0 3 >"$work/quick/quick.yaml"
+  DEMO_SKIP_BUILD=1 DEMO_BIN="$bin" DEMO_EXAMPLES="$work/quick" DEMO_TIMEOUT=60 TERM=xterm \
+    script -qefc "$src/scripts/demo" /dev/null >"$work/tty.out" 2>&1 </dev/null; rc=$?
+  [[ $rc == 0 ]] || fail "on a terminal the demo exited $rc"
+  grep -q 'JOB  *FRAMEWORK  *PHASE  *PODS RUN/TOTAL  *ELAPSED' "$work/tty.out" || fail "no table header on a terminal"
+  grep -qP '\033\[2A' "$work/tty.out" || fail "the table was not redrawn in place (no cursor-up by 2 lines)"
+  grep -q '^t=' "$work/tty.out" && fail "plain progress lines on a terminal"
+  (( fails == before )) && echo "ok: on a terminal the table is redrawn in place"
+else
+  echo "not run: the terminal check needs script(1) (util-linux)"
+fi
+
+# --- 4. SIGINT
 before=$fails
 run_demo "$work/int.out" DEMO_TIMEOUT=120 DEMO_EXAMPLES="$work/slow" &
 demo=$!
