@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
 
 namespace {
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
     std::string state_dir;
     std::string log_level = "info";
     int threads = 2;
+    bool controllers = false;
     app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")->capture_default_str();
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
@@ -40,6 +43,9 @@ int main(int argc, char** argv) {
     app.add_option("--state-dir", state_dir, "persist objects here so they survive restarts");
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+    app.add_flag("--controllers", controllers,
+                 "also run the garbage collector, batch Job controller, scheduler and simulated kubelet, so "
+                 "pods created by an operator run (sim.unitrain.io/* annotations) instead of staying Pending");
     CLI11_PARSE(app, argc, argv);
 
     auto logger = spdlog::stderr_color_mt("localcluster");
@@ -66,9 +72,14 @@ int main(int argc, char** argv) {
       spdlog::error("{}", s.error().message);
       return 1;
     }
+    std::unique_ptr<unitrain::localcluster::controllers::Controllers> running;
+    if (controllers)
+      running = std::make_unique<unitrain::localcluster::controllers::Controllers>(
+          cluster.store(), unitrain::localcluster::controllers::ControllersOptions{});
     std::cout << "ready " << cluster.url() << std::endl;
     int sig = wait_for_signal(set);
     spdlog::info("localcluster: signal {} received, stopping", sig);
+    running.reset();
     cluster.stop();
     return 0;
   } catch (const std::exception& e) {

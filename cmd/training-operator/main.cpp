@@ -20,13 +20,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cmd/training-operator/counting_client.h"
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/training-operator/http_server.h"
+#include "cmd/training-operator/logging.h"
 #include "cmd/training-operator/operator_metrics.h"
+#include "core/api/labels.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/registry.h"
 #include "core/gang/gang.h"
@@ -86,21 +87,26 @@ class RecorderSink final : public controller::EventSink {
   kube::EventRecorder& recorder_;
 };
 
-// zap accepts level names and positive integers (verbosity: debug and beyond).
-std::string check_zap_level(const std::string& v) {
-  static const std::vector<std::string> names{"debug", "info", "warn", "error", "dpanic", "panic", "fatal"};
-  if (std::find(names.begin(), names.end(), v) != names.end()) return {};
-  if (!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) && std::stoi(v.substr(0, 4)) > 0) return {};
-  return "must be one of debug, info, warn, error, dpanic, panic, fatal or a positive integer, not \"" + v + "\"";
+// CLI11 validators over apimachinery's name rules; CLI11 prefixes the flag name to the message.
+CLI::Validator kube_name(std::vector<std::string> (*rule)(std::string_view), const char* what) {
+  return CLI::Validator(
+      [rule, what](const std::string& v) -> std::string {
+        auto errors = rule(v);
+        return errors.empty() ? std::string() : fmt::format("\"{}\" is not a valid {}: {}", v, what, errors.front());
+      },
+      "NAME", what);
 }
 
-spdlog::level::level_enum spd_level(const std::string& zap) {
-  if (zap == "debug") return spdlog::level::debug;
-  if (zap == "info") return spdlog::level::info;
-  if (zap == "warn") return spdlog::level::warn;
-  if (zap == "error") return spdlog::level::err;
-  if (zap == "dpanic" || zap == "panic" || zap == "fatal") return spdlog::level::critical;
-  return std::stoi(zap.substr(0, 4)) >= 2 ? spdlog::level::trace : spdlog::level::debug;
+// Gang scheduling backends: "volcano" (any case, as upstream compares it) or the schedulerName of a
+// scheduler-plugins scheduler, which pods carry in spec.schedulerName (a DNS-1123 subdomain).
+std::string check_gang_scheduler(const std::string& v) {
+  if (v.empty()) return {};
+  std::string lower(v);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (lower == "volcano") return {};
+  auto errors = api::validate_dns1123_subdomain(v);
+  return errors.empty() ? std::string()
+                        : fmt::format("\"{}\" is neither volcano nor a valid scheduler name: {}", v, errors.front());
 }
 
 std::string executable_dir() {
@@ -159,21 +165,8 @@ std::string make_identity() {
   return fmt::format("{}_{:08x}{:08x}", host, rd(), rd());
 }
 
-void setup_logging(const Flags& f) {
-  auto logger = spdlog::stderr_color_mt("training-operator");
-  if (f.log_format == "json") {
-    // Messages carry no raw quotes from our own format strings; values are logged via {} args.
-    logger->set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%v"})",
-                        spdlog::pattern_time_type::utc);
-  } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %n %v", spdlog::pattern_time_type::utc);
-  }
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spd_level(f.zap_log_level));
-}
-
 int run(Flags& f, const framework::Registry& registry, const std::vector<std::string>& enabled_names) {
-  setup_logging(f);
+  operator_cmd::setup_logging(f.log_format, f.zap_log_level);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -184,6 +177,12 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   std::vector<const framework::Registration*> enabled;
   for (const auto& n : enabled_names) enabled.push_back(registry.find(n));
   spdlog::info("enabled frameworks: {}", fmt::join(enabled_names, ", "));
+  spdlog::info("watching {}", f.namespaces.empty() ? std::string("all namespaces")
+                                                   : fmt::format("namespace(s) {}", fmt::join(f.namespaces, ", ")));
+  spdlog::debug("controller-threads={} leader-elect={} leader-election-id={} kube-api-qps={} kube-api-burst={} "
+                "gang-scheduler-name=\"{}\" mpi-default-version={}",
+                f.controller_threads, f.leader_elect, f.leader_election_id, f.kube_api_qps, f.kube_api_burst,
+                f.gang_scheduler_name, f.mpi_default_version);
 
   // --- the cluster: embedded or the configured one
   std::unique_ptr<localcluster::LocalCluster> cluster;
@@ -230,6 +229,20 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
     return 1;
   }
   CountingClient client(**rest_client);
+  // Leader election gets its own client without retries (controller-runtime also gives it a
+  // separate one): a renewal that waits out the shared client's backoff against an unreachable
+  // server would hold up stop(), and a failed attempt is simply tried again next retry period.
+  kube::RestClientOptions election_options;
+  election_options.retry.max_retries = 0;
+  election_options.transport.connect_timeout = std::chrono::seconds(2);
+  kube::RestConfig election_rest = rest;
+  election_rest.timeout = std::chrono::seconds(5);
+  auto election_rest_client = kube::RestClient::create(election_rest, election_options);
+  if (!election_rest_client) {
+    spdlog::error("API client for {}: {}", rest.server_url(), election_rest_client.error().message);
+    return 1;
+  }
+  CountingClient election_client(**election_rest_client);
   kube::RealClock clock;
 
   if (cluster) {
@@ -276,23 +289,26 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   std::atomic<bool> leading{!f.leader_elect};
   std::atomic<bool> lost_lease{false};
   std::atomic<bool> want_start{!f.leader_elect};
-  std::atomic<bool> controllers_started{false};
-  OperatorMetrics metrics(client, f.leader_election_id, [&] { return leading.load(); });
+  std::atomic<bool> workers_started{false};
+  OperatorMetrics metrics({&client, &election_client}, f.leader_election_id, [&] { return leading.load(); });
+  // Caches fill on every replica; only the leader's workers reconcile.
+  for (auto& r : recorders) r->start();
+  for (auto& c : controllers) {
+    c->start_caches();
+    metrics.add_controller(*c);
+  }
 
   // --- endpoints
   auto handler = [&](std::string_view path) -> HttpReply {
     if (path == "/healthz" || path == "/livez") return {200, "text/plain; charset=utf-8", "ok\n"};
     if (path == "/readyz") {
-      // A follower is ready as soon as it serves; a leader once every controller's caches synced.
-      if (!controllers_started.load()) {
-        if (want_start.load()) return {503, "text/plain; charset=utf-8", "controllers starting\n"};
-        return {200, "text/plain; charset=utf-8", "ok (standby)\n"};
-      }
+      // Every replica runs the informers (controller-runtime's caches are not leader-gated), so a
+      // follower is ready exactly when a leader would be: once every cache has synced.
       for (const auto& c : controllers) {
         if (!c->wait_for_sync(std::chrono::milliseconds(0)))
           return {503, "text/plain; charset=utf-8", fmt::format("{} caches not synced\n", c->descriptor().name)};
       }
-      return {200, "text/plain; charset=utf-8", "ok\n"};
+      return {200, "text/plain; charset=utf-8", leading.load() ? "ok\n" : "ok (standby)\n"};
     }
     if (path == "/metrics") return {200, metrics::kContentType, metrics.expose()};
     return {404, "text/plain; charset=utf-8", "not found\n"};
@@ -337,7 +353,7 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
       lost_lease = true;
     };
     lc.on_new_leader = [](const std::string& who) { spdlog::info("leader is now {}", who); };
-    auto e = kube::LeaderElector::create(client, clock, lc);
+    auto e = kube::LeaderElector::create(election_client, clock, lc);
     if (!e) {
       spdlog::error("--leader-elect: {}", e.error().message);
       return 1;
@@ -350,13 +366,9 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   // --- main loop: start on leadership, stop on a signal or a lost lease
   int exit_code = 0;
   for (;;) {
-    if (want_start.load() && !controllers_started.load()) {
-      for (auto& r : recorders) r->start();
-      for (auto& c : controllers) {
-        c->start();
-        metrics.add_controller(*c);
-      }
-      controllers_started = true;
+    if (want_start.load() && !workers_started.load()) {
+      for (auto& c : controllers) c->start();
+      workers_started = true;
       spdlog::info("started {} controller(s) with {} worker(s) each", controllers.size(), f.controller_threads);
     }
     if (lost_lease.load()) {
@@ -380,10 +392,8 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   });
   watchdog.detach();
   auto t0 = std::chrono::steady_clock::now();
-  if (controllers_started.load()) {
-    for (auto& c : controllers) c->stop();
-    for (auto& r : recorders) r->stop();
-  }
+  for (auto& c : controllers) c->stop();
+  for (auto& r : recorders) r->stop();
   if (elector) elector->stop();  // releases the lease so a successor takes over at once
   servers.clear();
   cluster_controllers.reset();
@@ -413,30 +423,34 @@ int main(int argc, char** argv) {
                    "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
                    "Default: all. Accepted: " + names);
     app.add_option("--gang-scheduler-name", f.gang_scheduler_name,
-                   "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling");
+                   "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling")
+        ->check(CLI::Validator(check_gang_scheduler, "NAME", "gang scheduler"));
     app.add_option("--namespace", f.namespaces,
-                   "Namespace(s) to watch; repeatable. Default: all namespaces, or $KUBEFLOW_NAMESPACE");
+                   "Namespace(s) to watch; repeatable. Default: $KUBEFLOW_NAMESPACE, else all namespaces")
+        ->check(kube_name(api::validate_dns1123_label, "namespace"));
     app.add_option("--controller-threads", f.controller_threads, "Reconcile workers per framework controller")
         ->capture_default_str()->check(CLI::Range(1, 1000));
     app.add_flag("--leader-elect", f.leader_elect,
-                 "Use a coordination.k8s.io Lease so only one replica reconciles");
+               "Use a coordination.k8s.io Lease so only one replica reconciles (--leader-elect=false to disable)");
     app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader-election Lease")
-        ->capture_default_str();
+        ->capture_default_str()->check(kube_name(api::validate_dns1123_subdomain, "Lease name"));
     app.add_option("--leader-election-namespace", f.leader_election_namespace,
-                   "Namespace of the Lease (default: the namespace of the kubeconfig context / pod)");
+                   "Namespace of the Lease (default: the namespace of the kubeconfig context / pod)")
+        ->check(kube_name(api::validate_dns1123_label, "namespace"));
     app.add_option("--metrics-bind-address", f.metrics_bind_address,
                    "host:port of the Prometheus /metrics endpoint; '0' disables it")->capture_default_str();
     app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
                    "host:port of /healthz and /readyz; '0' disables them")->capture_default_str();
     app.add_option("--kubeconfig", f.kubeconfig,
-                   "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config)");
+                   "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config)")
+        ->check(CLI::ExistingFile);
     app.add_option("--kube-api-qps", f.kube_api_qps, "Client-side QPS limit towards the API server")
         ->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("--kube-api-burst", f.kube_api_burst, "Client-side burst towards the API server")
         ->capture_default_str()->check(CLI::Range(1, 100000));
     app.add_option("--zap-log-level", f.zap_log_level,
                    "Log level: debug, info, warn, error, dpanic, panic, fatal, or an integer verbosity > 0")
-        ->capture_default_str()->check(CLI::Validator(check_zap_level, "LEVEL", "zap level"));
+        ->capture_default_str()->check(CLI::Validator(operator_cmd::check_zap_level, "LEVEL", "zap level"));
     app.add_option("--log-format", f.log_format, "Log format: json or text")
         ->capture_default_str()->check(CLI::IsMember({"json", "text"}));
     app.add_option("--mpi-default-version", f.mpi_default_version,
@@ -481,11 +495,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "training-operator: --enable-scheme: no framework left enabled\n");
       return kUsageError;
     }
-    for (const char* flag : {"--metrics-bind-address", "--health-probe-bind-address"}) {
-      const std::string& v = std::string(flag) == "--metrics-bind-address" ? f.metrics_bind_address
-                                                                            : f.health_probe_bind_address;
-      if (v == "0") continue;
-      if (auto hp = operator_cmd::parse_bind_address(flag, v); !hp) {
+    const std::pair<const char*, const std::string*> addresses[] = {
+        {"--metrics-bind-address", &f.metrics_bind_address},
+        {"--health-probe-bind-address", &f.health_probe_bind_address},
+        {"--embedded-cluster", &f.embedded_cluster}};
+    for (const auto& [flag, value] : addresses) {
+      // "0" disables an endpoint; an empty --embedded-cluster picks a free local port.
+      if (*value == "0" || value->empty()) continue;
+      if (auto hp = operator_cmd::parse_bind_address(flag, *value); !hp) {
         std::fprintf(stderr, "training-operator: %s\n", hp.error().message.c_str());
         return kUsageError;
       }

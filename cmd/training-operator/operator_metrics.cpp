@@ -1,5 +1,6 @@
 #include "cmd/training-operator/operator_metrics.h"
 
+#include <map>
 #include <stdexcept>
 
 namespace unitrain::operator_cmd {
@@ -19,8 +20,9 @@ metrics::Family* must(Result<metrics::Family*> r) {
 }
 }  // namespace
 
-OperatorMetrics::OperatorMetrics(const CountingClient& client, std::string lease_name, std::function<bool()> leading)
-    : client_(client), lease_name_(std::move(lease_name)), leading_(std::move(leading)) {
+OperatorMetrics::OperatorMetrics(std::vector<const CountingClient*> clients, std::string lease_name,
+                                 std::function<bool()> leading)
+    : clients_(std::move(clients)), lease_name_(std::move(lease_name)), leading_(std::move(leading)) {
   auto& r = registry_;
   reconcile_total_ = must(r.counter("controller_runtime_reconcile_total",
                                     "Total number of reconciliations per controller", {"controller", "result"}));
@@ -60,7 +62,10 @@ void OperatorMetrics::add_controller(const controller::JobController& c) {
 }
 
 void OperatorMetrics::collect() {
-  for (const auto& [key, n] : client_.counts()) rest_requests_->set({key.first, key.second}, static_cast<double>(n));
+  std::map<std::pair<std::string, std::string>, uint64_t> requests;
+  for (const auto* client : clients_)
+    for (const auto& [key, n] : client->counts()) requests[key] += n;
+  for (const auto& [key, n] : requests) rest_requests_->set({key.first, key.second}, static_cast<double>(n));
   leader_status_->set({lease_name_}, leading_() ? 1 : 0);
   std::lock_guard lock(mu_);
   for (const auto* c : controllers_) {

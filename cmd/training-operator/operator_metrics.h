@@ -17,8 +17,9 @@ namespace unitrain::operator_cmd {
 
 class OperatorMetrics {
  public:
-  // `leading` reads the leader-election state (always true without election).
-  OperatorMetrics(const CountingClient& client, std::string lease_name, std::function<bool()> leading);
+  // `leading` reads the leader-election state (always true without election);
+  // rest_client_requests_total sums the requests of every client.
+  OperatorMetrics(std::vector<const CountingClient*> clients, std::string lease_name, std::function<bool()> leading);
 
   // Controllers join once they start (after leadership is acquired).
   void add_controller(const controller::JobController& c);
@@ -27,7 +28,7 @@ class OperatorMetrics {
  private:
   void collect();
 
-  const CountingClient& client_;
+  std::vector<const CountingClient*> clients_;
   std::string lease_name_;
   std::function<bool()> leading_;
   metrics::Registry registry_;

@@ -824,13 +824,18 @@ void JobController::worker_loop() {
   }
 }
 
-void JobController::start() {
-  if (started_.exchange(true)) return;
+void JobController::start_caches() {
+  if (caches_started_.exchange(true)) return;
   pods_->start();
   services_->start();
   for (auto& [_, inf] : owned_) inf->start();
   if (pod_groups_) pod_groups_->start();
   jobs_->start();
+}
+
+void JobController::start() {
+  start_caches();
+  if (workers_started_.exchange(true)) return;
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -846,10 +851,15 @@ bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
 }
 
 void JobController::stop() {
-  if (!started_.exchange(false)) return;
-  queue_.shut_down_with_drain(std::chrono::seconds(30));
+  // Without workers nobody would take the queued keys: a follower just drops them.
+  if (workers_started_.exchange(false)) {
+    queue_.shut_down_with_drain(std::chrono::seconds(30));
+  } else {
+    queue_.shut_down();
+  }
   for (auto& t : workers_) t.join();
   workers_.clear();
+  if (!caches_started_.exchange(false)) return;
   jobs_->stop();
   pods_->stop();
   services_->stop();

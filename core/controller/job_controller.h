@@ -63,8 +63,11 @@ class JobController {
 
   const framework::FrameworkDescriptor& descriptor() const { return plugin_->descriptor(); }
 
-  void start();  // informers, then workers
-  void stop();   // drains the queue, joins workers, stops informers
+  // Informers only: a leader-election follower keeps warm, synced caches (and reports ready)
+  // without reconciling, so a takeover acts on a complete view at once. Keys queue up meanwhile.
+  void start_caches();
+  void start();  // start_caches(), then workers
+  void stop();   // drains the queue (when workers run), joins workers, stops informers
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
 
   // One pass for "namespace/name" on the calling thread.
@@ -102,7 +105,8 @@ class JobController {
   std::map<std::string, std::unique_ptr<kube::Informer>> owned_;  // by "resource.group"
 
   std::vector<std::thread> workers_;
-  std::atomic<bool> started_{false};
+  std::atomic<bool> caches_started_{false};
+  std::atomic<bool> workers_started_{false};
   mutable std::mutex stats_mu_;
   std::map<std::string, JobCounters> counters_;
   ReconcileStats stats_;

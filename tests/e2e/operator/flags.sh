@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Flag handling: --help lists the Kubeflow flags; bad values exit 2 and name the flag.
+# Flag handling: --help lists the Kubeflow flags; bad values exit 2 and name the flag;
+# --log-format json writes one valid JSON object per line even for messages with quotes,
+# newlines and control characters; --zap-log-level filters by level.
 set -u
 bin=$1
 fails=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 check_bad() {  # flag args...
   local flag=$1; shift
   local out rc
@@ -19,13 +23,66 @@ for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads 
          --log-format --mpi-default-version --embedded-cluster --pytorch-init-container-image; do
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
 done
+check_bad --enable-scheme --enable-scheme nosuchjob
+check_bad --enable-scheme --enable-scheme=-pytorchjob,-mpijob
+check_bad --gang-scheduler-name --gang-scheduler-name 'Not a scheduler!'
+check_bad --namespace --namespace Bad_Namespace
+check_bad --namespace --namespace ok --namespace 'also bad'
 check_bad --controller-threads --controller-threads 0
 check_bad --controller-threads --controller-threads abc
-check_bad --log-format --log-format xml
-check_bad --zap-log-level --zap-log-level loud
-check_bad --mpi-default-version --mpi-default-version v3
-check_bad --enable-scheme --enable-scheme nosuchjob
+check_bad --leader-elect --leader-elect=maybe
+check_bad --leader-election-id --leader-election-id 'under_score'
+check_bad --leader-election-namespace --leader-election-namespace 'Kubeflow'
 check_bad --metrics-bind-address --metrics-bind-address 8080x
+check_bad --health-probe-bind-address --health-probe-bind-address localhost
+check_bad --kubeconfig --kubeconfig "$work/no-such-kubeconfig"
 check_bad --kube-api-qps --kube-api-qps -1
+check_bad --kube-api-qps --kube-api-qps fast
+check_bad --kube-api-burst --kube-api-burst 0
+check_bad --zap-log-level --zap-log-level loud
+check_bad --zap-log-level --zap-log-level 0
+check_bad --log-format --log-format xml
+check_bad --mpi-default-version --mpi-default-version v3
+check_bad --embedded-cluster --embedded-cluster nohost
 check_bad --no-such-flag --no-such-flag
+
+# A kubeconfig that exists but does not parse: the operator logs an error naming its path, and
+# the path carries a quote, a newline, a tab and a control character.
+bad_kc=$work/$'bad"name\nsecond line\tx\x01'
+echo 'apiVersion: [' >"$bad_kc"
+json_lines() {  # stdin: log lines; prints "<level> <msg>" per line, fails on a non-JSON line
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    rec = json.loads(line)
+    for key in ("ts", "level", "logger", "msg"):
+        assert key in rec, (key, line)
+    print(rec["level"], json.dumps(rec["msg"]))'
+}
+"$bin" --log-format json --zap-log-level debug --kubeconfig "$bad_kc" >/dev/null 2>"$work/json.log"; rc=$?
+[[ $rc -eq 1 ]] || { echo "FAIL: unreadable kubeconfig exited $rc, want 1"; fails=$((fails+1)); }
+before=$fails
+if parsed=$(json_lines <"$work/json.log"); then
+  grep '^error ' <<<"$parsed" | grep -qF 'bad\"name\nsecond line\tx\u0001' \
+    || { echo "FAIL: the error line does not carry the path verbatim: $parsed"; fails=$((fails+1)); }
+  grep -q '^debug ' <<<"$parsed" || { echo "FAIL: --zap-log-level debug logged no debug line"; fails=$((fails+1)); }
+  grep -q '^info ' <<<"$parsed" || { echo "FAIL: --zap-log-level debug logged no info line"; fails=$((fails+1)); }
+  (( fails == before )) && echo "ok: --log-format json lines parse and keep quotes, newlines and control characters"
+else
+  echo "FAIL: --log-format json wrote a line that is not JSON:"; cat -A "$work/json.log"; fails=$((fails+1))
+fi
+# Levels: error hides info and debug; info hides debug.
+"$bin" --log-format json --zap-log-level error --kubeconfig "$bad_kc" >/dev/null 2>"$work/error.log"
+levels=$(json_lines <"$work/error.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')
+before=$fails
+[[ $levels == "error " ]] || { echo "FAIL: --zap-log-level error logged levels: $levels"; fails=$((fails+1)); }
+"$bin" --log-format json --zap-log-level info --kubeconfig "$bad_kc" >/dev/null 2>"$work/info.log"
+levels=$(json_lines <"$work/info.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')
+[[ $levels == "error info " ]] || { echo "FAIL: --zap-log-level info logged levels: $levels"; fails=$((fails+1)); }
+(( fails == before )) && echo "ok: --zap-log-level error/info/debug"
+# Text format stays one record per line prefix: timestamp, level, logger.
+"$bin" --kubeconfig "$bad_kc" >/dev/null 2>"$work/text.log"
+grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z error training-operator --kubeconfig' "$work/text.log" \
+  || { echo "FAIL: text log lacks '<ts> error training-operator --kubeconfig ...':"; cat "$work/text.log"; fails=$((fails+1)); }
+echo "$fails failure(s)"
 exit $fails

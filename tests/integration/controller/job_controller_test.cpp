@@ -308,3 +308,34 @@ TEST_CASE("controller: backoffLimit counts pods re-created for restart, not only
   CHECK(json::get_string(conds[conds.Size() - 1], "/message") ==
         "Job retry has failed because it has reached the specified backoff limit");
 }
+
+TEST_CASE("controller: start_caches syncs without reconciling; start() then reconciles; stop() of a follower is prompt") {
+  kube::FakeClient client;
+  kube::RealClock clock;
+  RecordingSink events;
+  client.seed(kJobs, echo_job("standby", 2).root());
+  client.clear_writes();
+  SECTION("a follower that becomes leader") {
+    c::JobController controller(client, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+    controller.start_caches();
+    REQUIRE(controller.wait_for_sync(std::chrono::seconds(5)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(client.writes().empty());
+    CHECK(controller.reconcile_stats().total == 0);
+    CHECK(controller.queue_metrics().depth == 1);  // the job waits for a leader
+    controller.start();
+    REQUIRE(eventually([&] { return count_writes(client, kube::FakeClient::Verb::Create, "pods") == 2; }));
+    controller.stop();
+  }
+  SECTION("a follower that stops with keys queued does not wait for a drain") {
+    c::JobController controller(client, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+    controller.start_caches();
+    REQUIRE(controller.wait_for_sync(std::chrono::seconds(5)));
+    REQUIRE(eventually([&] { return controller.queue_metrics().depth == 1; }));
+    auto t0 = std::chrono::steady_clock::now();
+    controller.stop();
+    // A drain would wait its full 30 s: nothing takes keys from a follower's queue.
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+    CHECK(client.writes().empty());
+  }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every YAML in examples/ is accepted by build/bin/localcluster once manifests/crds is installed
+# (schema validation of the CRDs included). The loop picks up examples added later on its own.
+set -u
+lc=$1 src=$2
+command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
+work=$(mktemp -d)
+"$lc" --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" >"$work/out" 2>"$work/log" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do grep -q '^ready ' "$work/out" && break; sleep 0.1; done
+grep -q '^ready ' "$work/out" || { echo "FAIL: localcluster did not start"; cat "$work/log"; exit 1; }
+k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
+k apply --server-side -k "$src/manifests/crds" >/dev/null || { echo "FAIL: installing manifests/crds"; exit 1; }
+fails=0 n=0
+for f in "$src"/examples/*.yaml; do
+  n=$((n+1))
+  if out=$(k apply -f "$f" 2>&1) && objs=$(k get -f "$f" -o name 2>&1); then
+    echo "ok: $(basename "$f"): $(tr '\n' ' ' <<<"$objs")"
+  else
+    echo "FAIL: $(basename "$f"): $out $objs"; fails=$((fails+1))
+  fi
+done
+(( n > 0 )) || { echo "FAIL: no examples/*.yaml found under $src"; exit 1; }
+# The check has teeth: a job that breaks its CRD's schema is refused.
+bad='{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad","namespace":"default"},"spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":"two"}}}}'
+if k apply -f - <<<"$bad" >/dev/null 2>&1; then echo "FAIL: the local cluster accepted replicas: \"two\""; fails=$((fails+1)); fi
+echo "$n example file(s), $fails failure(s)"
+exit $fails
