@@ -28,4 +28,19 @@ check_bad --enable-scheme --enable-scheme nosuchjob
 check_bad --metrics-bind-address --metrics-bind-address 8080x
 check_bad --kube-api-qps --kube-api-qps -1
 check_bad --no-such-flag --no-such-flag
+# Every kubeflow.org/v1 kind answers to its alias, case-insensitively (the operator logs what it
+# enabled, then stops at the missing kubeconfig).
+check_alias() {  # alias canonical-name
+  local out
+  out=$("$bin" --enable-scheme "$1" --kubeconfig /nonexistent --metrics-bind-address 0 \
+        --health-probe-bind-address 0 2>&1)
+  if [[ $out != *"enabled frameworks: $2"$'\n'* && $out != *"enabled frameworks: $2" ]]; then
+    echo "FAIL: --enable-scheme $1 did not enable exactly $2: $out"; fails=$((fails+1)); return
+  fi
+  echo "ok: --enable-scheme $1 -> $2"
+}
+for a in tfjob TFJob; do check_alias "$a" kubeflow.org/tfjob; done
+for a in mxjob MXJOB; do check_alias "$a" kubeflow.org/mxjob; done
+for a in xgboostjob XGBoostJob; do check_alias "$a" kubeflow.org/xgboostjob; done
+for a in paddlejob PaddleJob; do check_alias "$a" kubeflow.org/paddlejob; done
 exit $fails
