@@ -563,11 +563,12 @@ spec:
 }
 
 TEST_CASE("pytorch: the upstream sendrecv example") {
-  const std::filesystem::path path = "/work/shared/reference/examples/pytorch/pytorch_job_sendrecv.yaml";
+  const std::filesystem::path path = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/pytorch/pytorch_job_sendrecv.yaml";
   if (!std::filesystem::exists(path)) {
     WARN("upstream example " << path << " not found; this case did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << path);
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
