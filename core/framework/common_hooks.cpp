@@ -313,6 +313,9 @@ std::vector<PodSlot> pod_slots(const FrameworkDescriptor& d, const Value& job) {
 
 Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d, const Value& job) {
   std::vector<DesiredObject> out;
+  // Upstream's ReconcileServices does not run for a suspended job, whose services the core
+  // deletes along with its pods (§3.2 step 5); desiring them here would re-create them.
+  if (json::get_bool(job, "/spec/runPolicy/suspend").value_or(false)) return out;
   const std::string name = string_at(job, "/metadata/name");
   const std::string ns = string_at(job, "/metadata/namespace");
   for (const PodSlot& slot : pod_slots(d, job)) {

@@ -77,7 +77,8 @@ void validate_replica_specs(const FrameworkDescriptor& d, const json::Value& job
 // Every index of every present type, in d.replica_types order.
 std::vector<PodSlot> pod_slots(const FrameworkDescriptor& d, const json::Value& job);
 
-// One headless Service per slot, ports = every port of the default container (§3.4).
+// One headless Service per slot, ports = every port of the default container (§3.4); none while
+// the job is suspended.
 Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d, const json::Value& job);
 
 // Active/succeeded/failed pods of one type, one pod per index (duplicates not counted, §3.3).
