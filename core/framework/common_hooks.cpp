@@ -394,6 +394,11 @@ std::string selector_string(const FrameworkDescriptor& d, std::string_view job_n
                      lower(rt));
 }
 
+ReplicaStatusRules::OnFailed restart_on_exit_code_policy(const ReplicaState& s) {
+  return string_at(s.spec, "/restartPolicy") == "ExitCode" ? ReplicaStatusRules::OnFailed::Restart
+                                                           : ReplicaStatusRules::OnFailed::Fail;
+}
+
 ReplicaStatusRules master_worker_status_rules(std::string kind, std::string name, std::string ns, bool has_master) {
   using Rules = ReplicaStatusRules;
   Rules rules;

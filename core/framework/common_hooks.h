@@ -116,6 +116,10 @@ struct ReplicaStatusRules {
   bool running_before_terminal = false;  // XGBoost proposes Running first when nothing else was
 };
 
+// XGBoostJob's and MXJob's rule for a failed replica: Restarting under restartPolicy ExitCode
+// (the core already re-created a retryable pod), else Failed.
+ReplicaStatusRules::OnFailed restart_on_exit_code_policy(const ReplicaState& s);
+
 // PyTorchJob's and PaddleJob's rules: Master leads when present, else Worker (completion first);
 // a failed replica that leaves replicas > succeeded + active restarts unless its restartPolicy
 // is Never. Messages name "<kind> <name>" with a Master and "<kind> <ns>/<name>" without.

@@ -55,7 +55,7 @@ class Deprecation final : public framework::DeprecationNotice {
 
 class MXPlugin final : public framework::FrameworkPlugin {
  public:
-  explicit MXPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  MXPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {.deprecation = &deprecation_}; }
@@ -185,9 +185,7 @@ class MXPlugin final : public framework::FrameworkPlugin {
       return s.type == kScheduler || single ? Rules::Lead::RunningFirst : Rules::Lead::None;
     };
     rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
-    rules.on_failed = [](const framework::common::ReplicaState& s) {
-      return string_at(s.spec, "/restartPolicy") == "ExitCode" ? Rules::OnFailed::Restart : Rules::OnFailed::Fail;
-    };
+    rules.on_failed = &framework::common::restart_on_exit_code_policy;
     rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
       if (type == "Running") return fmt::format("MXJob {} is running.", name);
       if (type == "Succeeded") return fmt::format("MXJob {} is successfully completed.", name);
@@ -207,17 +205,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<MXPlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_mxnet(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<MXPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::mxnet

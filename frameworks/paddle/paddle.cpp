@@ -35,7 +35,7 @@ const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
 
 class PaddlePlugin final : public framework::FrameworkPlugin {
  public:
-  explicit PaddlePlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  PaddlePlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
@@ -106,17 +106,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<PaddlePlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_paddle(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<PaddlePlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::paddle

@@ -323,21 +323,13 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<PyTorchPlugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_pytorch(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  r.options = {
+  return registry.add(framework::registration_of<PyTorchPlugin, &make_descriptor>({
       {"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
       {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
-  };
-  return registry.add(std::move(r));
+  }));
 }
 
 }  // namespace unitrain::frameworks::pytorch

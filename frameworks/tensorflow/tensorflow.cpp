@@ -245,17 +245,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<TFPlugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_tensorflow(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<TFPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::tensorflow

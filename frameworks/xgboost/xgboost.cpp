@@ -38,7 +38,7 @@ const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
 
 class XGBoostPlugin final : public framework::FrameworkPlugin {
  public:
-  explicit XGBoostPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  XGBoostPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
@@ -118,9 +118,7 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
       return s.type == kMaster ? Rules::Lead::RunningFirst : Rules::Lead::None;
     };
     rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
-    rules.on_failed = [](const framework::common::ReplicaState& s) {
-      return string_at(s.spec, "/restartPolicy") == "ExitCode" ? Rules::OnFailed::Restart : Rules::OnFailed::Fail;
-    };
+    rules.on_failed = &framework::common::restart_on_exit_code_policy;
     rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
       if (type == "Running") return fmt::format("XGBoostJob {} is running.", name);
       if (type == "Succeeded") return fmt::format("XGBoostJob {} is successfully completed.", name);
@@ -140,17 +138,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<XGBoostPlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_xgboost(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<XGBoostPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::xgboost
