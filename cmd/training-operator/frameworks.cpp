@@ -1,13 +1,19 @@
 #include "cmd/training-operator/frameworks.h"
 
 #include "frameworks/mpi/v2/register.h"
+#include "frameworks/mxnet/register.h"
+#include "frameworks/paddle/register.h"
 #include "frameworks/pytorch/register.h"
+#include "frameworks/tensorflow/register.h"
+#include "frameworks/xgboost/register.h"
 
 namespace unitrain::operator_cmd {
 
 Status register_frameworks(framework::Registry& registry) {
   // Registration order is the order --help lists them and controllers start.
-  for (auto reg : {&frameworks::pytorch::register_pytorch, &frameworks::mpi::v2::register_mpi_v2}) {
+  for (auto reg : {&frameworks::tensorflow::register_tensorflow, &frameworks::pytorch::register_pytorch,
+                   &frameworks::mxnet::register_mxnet, &frameworks::xgboost::register_xgboost,
+                   &frameworks::paddle::register_paddle, &frameworks::mpi::v2::register_mpi_v2}) {
     if (auto s = reg(registry); !s) return s;
   }
   return {};

@@ -632,7 +632,12 @@ struct JobController::Pass {
     bool restarted = false;
     if (auto e = reconcile_pods(restarted)) return fail_with(*e);
 
-    if (!status.is_failed()) apply_proposal(plugin.compute_status(job.root(), observed));
+    if (!status.is_failed()) {
+      // The hook sees the conditions this pass raised so far, as upstream's UpdateJobStatus gets
+      // the status ReconcilePods just changed (TFJob keeps a fresh Restarting instead of failing).
+      if (auto st = api::set_job_status(job, status); !st) return fail_with(internal_error(st.error().message));
+      apply_proposal(plugin.compute_status(job.root(), observed));
+    }
     if (auto e = write_status()) return fail_with(*e);
     return result;
   }

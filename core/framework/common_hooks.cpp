@@ -313,6 +313,9 @@ std::vector<PodSlot> pod_slots(const FrameworkDescriptor& d, const Value& job) {
 
 Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d, const Value& job) {
   std::vector<DesiredObject> out;
+  // Upstream's ReconcileServices does not run for a suspended job, whose services the core
+  // deletes along with its pods (§3.2 step 5); desiring them here would re-create them.
+  if (json::get_bool(job, "/spec/runPolicy/suspend").value_or(false)) return out;
   const std::string name = string_at(job, "/metadata/name");
   const std::string ns = string_at(job, "/metadata/namespace");
   for (const PodSlot& slot : pod_slots(d, job)) {
@@ -389,6 +392,87 @@ const Value* pod_at(const FrameworkDescriptor& d, const std::string& rt, int32_t
 std::string selector_string(const FrameworkDescriptor& d, std::string_view job_name, std::string_view rt) {
   return fmt::format("{}={},{}={},{}={}", kLabelJobName, job_name, kLabelOperator, d.controller_name, d.replica_type_label,
                      lower(rt));
+}
+
+ReplicaStatusRules::OnFailed restart_on_exit_code_policy(const ReplicaState& s) {
+  return string_at(s.spec, "/restartPolicy") == "ExitCode" ? ReplicaStatusRules::OnFailed::Restart
+                                                           : ReplicaStatusRules::OnFailed::Fail;
+}
+
+ReplicaStatusRules master_worker_status_rules(std::string kind, std::string name, std::string ns, bool has_master) {
+  using Rules = ReplicaStatusRules;
+  Rules rules;
+  rules.lead = [has_master](const ReplicaState& s) {
+    if (has_master) return s.type == "Master" ? Rules::Lead::RunningFirst : Rules::Lead::None;
+    return s.type == "Worker" ? Rules::Lead::CompletionFirst : Rules::Lead::None;
+  };
+  rules.complete = [](const ReplicaState& s) { return s.expected() == 0; };
+  rules.on_failed = [](const ReplicaState& s) {
+    if (s.replicas <= s.counts.succeeded + s.counts.active) return Rules::OnFailed::Ignore;
+    return string_at(s.spec, "/restartPolicy") != "Never" ? Rules::OnFailed::Restart : Rules::OnFailed::Fail;
+  };
+  rules.message = [kind = std::move(kind), name = std::move(name), ns = std::move(ns), has_master](
+                      std::string_view type, const ReplicaState& s) {
+    if (type == "Running") {
+      return has_master ? fmt::format("{} {} is running.", kind, name) : fmt::format("{} {}/{} is running.", kind, ns, name);
+    }
+    if (type == "Succeeded") {
+      return has_master ? fmt::format("{} {} is successfully completed.", kind, name)
+                        : fmt::format("{} {}/{} successfully completed.", kind, ns, name);
+    }
+    const std::string_view verb = type == "Restarting" ? "is restarting" : "is failed";
+    return fmt::format("{} {} {} because {} {} replica(s) failed.", kind, name, verb, s.counts.failed, s.type);
+  };
+  rules.selector = true;
+  return rules;
+}
+
+StatusProposal replica_status_walk(const FrameworkDescriptor& d, const Value& job, const Observed& observed,
+                                   const ReplicaStatusRules& rules) {
+  using Lead = ReplicaStatusRules::Lead;
+  StatusProposal p;
+  const std::string name = string_at(job, "/metadata/name");
+  for (const std::string& rt : d.replica_types) {
+    if (replica_spec(d, job, rt) == nullptr) continue;
+    auto& counts = p.replica_statuses[rt];
+    counts = count_replicas(d, rt, observed);
+    if (rules.selector) counts.selector = selector_string(d, name, rt);
+  }
+  auto propose = [&](std::string_view type, const ReplicaState& s) {
+    p.conditions.push_back({std::string(type), "True", d.kind + std::string(type), rules.message(type, s)});
+  };
+  auto announce_running = [&](const ReplicaState& s) {
+    if (rules.running_before_terminal && p.conditions.empty()) propose("Running", s);
+  };
+  for (const std::string& rt : d.replica_types) {
+    const Value* spec = replica_spec(d, job, rt);
+    if (spec == nullptr) continue;
+    const ReplicaState s{rt, *spec, replicas_of(spec), p.replica_statuses[rt]};
+    const Lead lead = rules.lead(s);
+    if (lead == Lead::RunningFirst && s.counts.active > 0) propose("Running", s);
+    if (lead != Lead::None && rules.complete(s)) {
+      announce_running(s);
+      propose("Succeeded", s);
+      p.set_completion_time = true;
+      return p;
+    }
+    if (lead == Lead::CompletionFirst && s.counts.active > 0) propose("Running", s);
+    if (s.counts.failed == 0) continue;
+    switch (rules.on_failed(s)) {
+      case ReplicaStatusRules::OnFailed::Ignore:
+        break;
+      case ReplicaStatusRules::OnFailed::Restart:
+        announce_running(s);
+        propose("Restarting", s);
+        break;
+      case ReplicaStatusRules::OnFailed::Fail:
+        announce_running(s);
+        propose("Failed", s);
+        p.set_completion_time = true;
+        return p;
+    }
+  }
+  return p;
 }
 
 Status append_env(json::Document& pod, const std::vector<EnvVar>& env, std::optional<std::string_view> only) {

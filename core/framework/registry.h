@@ -21,6 +21,19 @@ struct Registration {
   std::vector<OptionSpec> options;
 };
 
+// The Registration of a module whose plugin is `Plugin(descriptor, config)` over the descriptor
+// `MakeDescriptor` builds: what most modules' register_<name>() returns.
+template <class Plugin, FrameworkDescriptor (*MakeDescriptor)()>
+Registration registration_of(std::vector<OptionSpec> options = {}) {
+  Registration r;
+  r.descriptor = MakeDescriptor();
+  r.factory = [](const PluginConfig& config) -> std::unique_ptr<FrameworkPlugin> {
+    return std::make_unique<Plugin>(MakeDescriptor(), config);
+  };
+  r.options = std::move(options);
+  return r;
+}
+
 struct EnablementOptions {
   // For a kind served by several modules, the version its bare name means, by lower-case kind:
   // {"mpijob": "v2beta1"} (the operator's --mpi-default-version).

@@ -71,13 +71,19 @@ json::Value project_metadata(const json::Value& full, json::Allocator& a) {
 json::Value project_container_state(const json::Value& state, json::Allocator& a) {
   json::Value out(rapidjson::kObjectType);
   if (!state.IsObject()) return out;
-  if (state.HasMember("running")) {
+  // A state written through a merge patch may carry the previous state as null (the way a
+  // patch clears it); only an object member is the container's state.
+  auto present = [&](std::string_view key) -> const json::Value* {
+    const json::Value* v = json::find(state, "/" + std::string(key));
+    return v != nullptr && v->IsObject() ? v : nullptr;
+  };
+  if (present("running")) {
     out.AddMember("running", json::Value(rapidjson::kObjectType), a);
-  } else if (const auto* w = json::find(state, "/waiting")) {
+  } else if (const auto* w = present("waiting")) {
     json::Value v(rapidjson::kObjectType);
     copy_members(*w, v, {"reason"}, a);
     out.AddMember("waiting", v, a);
-  } else if (const auto* t = json::find(state, "/terminated")) {
+  } else if (const auto* t = present("terminated")) {
     json::Value v(rapidjson::kObjectType);
     copy_members(*t, v, {"exitCode", "reason"}, a);
     out.AddMember("terminated", v, a);

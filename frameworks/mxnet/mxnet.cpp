@@ -55,7 +55,7 @@ class Deprecation final : public framework::DeprecationNotice {
 
 class MXPlugin final : public framework::FrameworkPlugin {
  public:
-  explicit MXPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  MXPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {.deprecation = &deprecation_}; }
@@ -173,41 +173,26 @@ class MXPlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    StatusProposal p;
+    using Rules = framework::common::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
-    for (const std::string& rt : kReplicaTypes) {
-      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
-      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
-    }
     const Value* worker = framework::common::replica_spec(d_, job, kWorker);
+    // Single training: one Worker and no Scheduler or Server; then every type leads.
     const bool single = worker != nullptr && replicas_of(worker) == 1 &&
                         framework::common::replica_spec(d_, job, kScheduler) == nullptr &&
                         framework::common::replica_spec(d_, job, kServer) == nullptr;
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = framework::common::replica_spec(d_, job, rt);
-      if (spec == nullptr) continue;
-      const auto& c = p.replica_statuses[rt];
-      if (rt == kScheduler || single) {
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "MXJobRunning", fmt::format("MXJob {} is running.", name)});
-        if (replicas_of(spec) - c.succeeded == 0) {
-          p.conditions.push_back({"Succeeded", "True", "MXJobSucceeded", fmt::format("MXJob {} is successfully completed.", name)});
-          p.set_completion_time = true;
-          return p;
-        }
-      }
-      if (c.failed > 0) {
-        if (string_at(*spec, "/restartPolicy") == "ExitCode") {
-          p.conditions.push_back({"Restarting", "True", "MXJobRestarting",
-                                  fmt::format("mxjob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
-        } else {
-          p.conditions.push_back({"Failed", "True", "MXJobFailed",
-                                  fmt::format("mxjob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
-          p.set_completion_time = true;
-          return p;
-        }
-      }
-    }
-    return p;
+    Rules rules;
+    rules.lead = [single](const framework::common::ReplicaState& s) {
+      return s.type == kScheduler || single ? Rules::Lead::RunningFirst : Rules::Lead::None;
+    };
+    rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
+    rules.on_failed = &framework::common::restart_on_exit_code_policy;
+    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
+      if (type == "Running") return fmt::format("MXJob {} is running.", name);
+      if (type == "Succeeded") return fmt::format("MXJob {} is successfully completed.", name);
+      const std::string_view verb = type == "Restarting" ? "is restarting" : "is failed";
+      return fmt::format("mxjob {} {} because {} {} replica(s) failed.", name, verb, s.counts.failed, s.type);
+    };
+    return framework::common::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
@@ -220,17 +205,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<MXPlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_mxnet(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<MXPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::mxnet

@@ -35,7 +35,7 @@ const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
 
 class PaddlePlugin final : public framework::FrameworkPlugin {
  public:
-  explicit PaddlePlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  PaddlePlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
@@ -90,49 +90,11 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    StatusProposal p;
-    const std::string name = string_at(job, "/metadata/name");
-    const std::string ns = string_at(job, "/metadata/namespace");
     const bool master = framework::common::replica_spec(d_, job, kMaster) != nullptr;
-    for (const std::string& rt : kReplicaTypes) {
-      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
-      auto& counts = p.replica_statuses[rt];
-      counts = framework::common::count_replicas(d_, rt, observed);
-      counts.selector = framework::common::selector_string(d_, name, rt);
-    }
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = framework::common::replica_spec(d_, job, rt);
-      if (spec == nullptr) continue;
-      const auto& c = p.replica_statuses[rt];
-      const int32_t replicas = replicas_of(spec);
-      const int32_t expected = replicas - c.succeeded;
-      if (rt == kMaster) {
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "PaddleJobRunning", fmt::format("PaddleJob {} is running.", name)});
-        if (expected == 0) {
-          p.conditions.push_back({"Succeeded", "True", "PaddleJobSucceeded", fmt::format("PaddleJob {} is successfully completed.", name)});
-          p.set_completion_time = true;
-          return p;
-        }
-      } else if (!master) {
-        if (expected == 0) {
-          p.conditions.push_back({"Succeeded", "True", "PaddleJobSucceeded", fmt::format("PaddleJob {}/{} successfully completed.", ns, name)});
-          p.set_completion_time = true;
-          return p;
-        }
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "PaddleJobRunning", fmt::format("PaddleJob {}/{} is running.", ns, name)});
-      }
-      if (c.failed > 0 && replicas > c.succeeded + c.active) {
-        if (string_at(*spec, "/restartPolicy") != "Never") {
-          p.conditions.push_back({"Restarting", "True", "PaddleJobRestarting",
-                                  fmt::format("PaddleJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
-        } else {
-          p.conditions.push_back({"Failed", "True", "PaddleJobFailed",
-                                  fmt::format("PaddleJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
-          p.set_completion_time = true;
-        }
-      }
-    }
-    return p;
+    return framework::common::replica_status_walk(
+        d_, job, observed,
+        framework::common::master_worker_status_rules(std::string(kKind), string_at(job, "/metadata/name"),
+                                                      string_at(job, "/metadata/namespace"), master));
   }
 
  private:
@@ -144,17 +106,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<PaddlePlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_paddle(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<PaddlePlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::paddle

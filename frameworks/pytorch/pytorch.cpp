@@ -294,53 +294,17 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    StatusProposal p;
+    using Rules = framework::common::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
     const std::string ns = string_at(job, "/metadata/namespace");
     const bool master = has_master(job);
-    const bool elastic = json::find(job, "/spec/elasticPolicy") != nullptr && json::find(job, "/spec/elasticPolicy")->IsObject();
-
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = replica_spec(job, rt);
-      if (spec == nullptr) continue;
-      auto& counts = p.replica_statuses[rt];
-      counts = framework::common::count_replicas(d_, rt, observed);
-      counts.selector = framework::common::selector_string(d_, name, rt);
-    }
-
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = replica_spec(job, rt);
-      if (spec == nullptr) continue;
-      const auto& c = p.replica_statuses[rt];
-      const int32_t replicas = replicas_of(spec);
-      const int32_t expected = replicas - c.succeeded;
-      if (rt == kMaster) {
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "PyTorchJobRunning", fmt::format("PyTorchJob {} is running.", name)});
-        if (expected == 0) {
-          p.conditions.push_back({"Succeeded", "True", "PyTorchJobSucceeded", fmt::format("PyTorchJob {} is successfully completed.", name)});
-          p.set_completion_time = true;
-          return p;
-        }
-      } else if (!master) {
-        if (expected == 0 || (elastic && c.succeeded > 0)) {
-          p.conditions.push_back({"Succeeded", "True", "PyTorchJobSucceeded", fmt::format("PyTorchJob {}/{} successfully completed.", ns, name)});
-          p.set_completion_time = true;
-          return p;
-        }
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "PyTorchJobRunning", fmt::format("PyTorchJob {}/{} is running.", ns, name)});
-      }
-      if (c.failed > 0 && replicas > c.succeeded + c.active) {
-        if (string_at(*spec, "/restartPolicy") != "Never") {
-          p.conditions.push_back({"Restarting", "True", "PyTorchJobRestarting",
-                                  fmt::format("PyTorchJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
-        } else {
-          p.conditions.push_back({"Failed", "True", "PyTorchJobFailed",
-                                  fmt::format("PyTorchJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
-          p.set_completion_time = true;
-        }
-      }
-    }
-    return p;
+    const Value* elastic_policy = json::find(job, "/spec/elasticPolicy");
+    const bool elastic = elastic_policy != nullptr && elastic_policy->IsObject();
+    Rules rules = framework::common::master_worker_status_rules(std::string(kKind), name, ns, master);
+    rules.complete = [&](const framework::common::ReplicaState& s) {
+      return s.expected() == 0 || (!master && elastic && s.counts.succeeded > 0);
+    };
+    return framework::common::replica_status_walk(d_, job, observed, rules);
   }
 
   std::vector<kube::GroupVersionResource> pruned_resources() const override {
@@ -359,21 +323,13 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<PyTorchPlugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_pytorch(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  r.options = {
+  return registry.add(framework::registration_of<PyTorchPlugin, &make_descriptor>({
       {"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
       {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
-  };
-  return registry.add(std::move(r));
+  }));
 }
 
 }  // namespace unitrain::frameworks::pytorch

@@ -197,65 +197,42 @@ class TFPlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    StatusProposal p;
+    using Rules = framework::common::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
     const std::string ns = string_at(job, "/metadata/namespace");
     const bool chief = has_chief_or_master(d_, job);
     const bool dynamic = json::get_bool(job, "/spec/enableDynamicWorker").value_or(false);
     const bool all_workers = string_at(job, "/spec/successPolicy") == "AllWorkers";
     const bool was_restarting = has_true_condition(job, "Restarting");
-
-    for (const std::string& rt : kReplicaTypes) {
-      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
-      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
-    }
     bool worker0_completed = true;
     if (framework::common::replica_spec(d_, job, kWorker) != nullptr) {
       const Value* pod = framework::common::pod_at(d_, std::string(kWorker), 0, observed);
       worker0_completed = pod != nullptr && string_at(*pod, "/status/phase") == "Succeeded" && exit_code(*pod) == 0;
     }
-
-    // Upstream keeps visiting after Succeeded and may append Failed too (QUIRK 6); we stop at the
-    // first terminal condition so a job is never both.
-    auto succeed = [&] {
-      p.conditions.push_back({"Succeeded", "True", "TFJobSucceeded", fmt::format("TFJob {}/{} successfully completed.", ns, name)});
-      p.set_completion_time = true;
+    Rules rules;
+    rules.lead = [&](const framework::common::ReplicaState& s) {
+      if (chief) return s.type == kChief || s.type == kMaster ? Rules::Lead::RunningFirst : Rules::Lead::None;
+      return s.type == kWorker ? Rules::Lead::CompletionFirst : Rules::Lead::None;
     };
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = framework::common::replica_spec(d_, job, rt);
-      if (spec == nullptr) continue;
-      const auto& c = p.replica_statuses[rt];
-      const int32_t expected = replicas_of(spec) - c.succeeded;
-      if (chief) {
-        if (rt == kChief || rt == kMaster) {
-          if (c.active > 0) p.conditions.push_back({"Running", "True", "TFJobRunning", fmt::format("TFJob {}/{} is running.", ns, name)});
-          if (expected == 0) {
-            succeed();
-            return p;
-          }
-        }
-      } else if (rt == kWorker) {
-        if (expected == 0 || (worker0_completed && !all_workers)) {
-          succeed();
-          return p;
-        }
-        if (c.active > 0) p.conditions.push_back({"Running", "True", "TFJobRunning", fmt::format("TFJob {}/{} is running.", ns, name)});
-      }
-      if (c.failed > 0) {
-        if (was_restarting) {
-          p.conditions.push_back({"Restarting", "True", "TFJobRestarting",
-                                  fmt::format("TFJob {}/{} is restarting because {} {} replica(s) failed.", ns, name, c.failed, rt)});
-        } else if (dynamic && rt == kWorker) {
-          continue;
-        } else {
-          p.conditions.push_back({"Failed", "True", "TFJobFailed",
-                                  fmt::format("TFJob {}/{} has failed because {} {} replica(s) failed.", ns, name, c.failed, rt)});
-          p.set_completion_time = true;
-          return p;
-        }
-      }
-    }
-    return p;
+    rules.complete = [&](const framework::common::ReplicaState& s) {
+      return s.expected() == 0 || (!chief && worker0_completed && !all_workers);
+    };
+    // Upstream re-asserts a Restarting condition that existed when the pass started; otherwise
+    // any failed replica fails the job (QUIRK 6: it keeps visiting after Succeeded and may add
+    // Failed too; the shared walk stops at the first terminal condition instead).
+    rules.on_failed = [&](const framework::common::ReplicaState& s) {
+      if (was_restarting) return Rules::OnFailed::Restart;
+      if (dynamic && s.type == kWorker) return Rules::OnFailed::Ignore;
+      return Rules::OnFailed::Fail;
+    };
+    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
+      if (type == "Running") return fmt::format("TFJob {}/{} is running.", ns, name);
+      if (type == "Succeeded") return fmt::format("TFJob {}/{} successfully completed.", ns, name);
+      if (type == "Restarting")
+        return fmt::format("TFJob {}/{} is restarting because {} {} replica(s) failed.", ns, name, s.counts.failed, s.type);
+      return fmt::format("TFJob {}/{} has failed because {} {} replica(s) failed.", ns, name, s.counts.failed, s.type);
+    };
+    return framework::common::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
@@ -268,17 +245,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<TFPlugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_tensorflow(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<TFPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::tensorflow

@@ -38,7 +38,7 @@ const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
 
 class XGBoostPlugin final : public framework::FrameworkPlugin {
  public:
-  explicit XGBoostPlugin(framework::FrameworkDescriptor d) : d_(std::move(d)) {}
+  XGBoostPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
@@ -111,41 +111,22 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    StatusProposal p;
+    using Rules = framework::common::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
-    const StatusProposal::Condition running{"Running", "True", "XGBoostJobRunning", fmt::format("XGBoostJob {} is running.", name)};
-    for (const std::string& rt : kReplicaTypes) {
-      if (framework::common::replica_spec(d_, job, rt) == nullptr) continue;
-      p.replica_statuses[rt] = framework::common::count_replicas(d_, rt, observed);
-    }
-    for (const std::string& rt : kReplicaTypes) {
-      const Value* spec = framework::common::replica_spec(d_, job, rt);
-      if (spec == nullptr) continue;
-      const auto& c = p.replica_statuses[rt];
-      const int32_t expected = replicas_of(spec) - c.succeeded;
-      if (rt == kMaster) {
-        if (c.active > 0) p.conditions.push_back(running);
-        if (expected == 0) {
-          if (c.active == 0) p.conditions.push_back(running);
-          p.conditions.push_back({"Succeeded", "True", "XGBoostJobSucceeded", fmt::format("XGBoostJob {} is successfully completed.", name)});
-          p.set_completion_time = true;
-          return p;
-        }
-      }
-      if (c.failed > 0) {
-        if (p.conditions.empty()) p.conditions.push_back(running);
-        if (string_at(*spec, "/restartPolicy") == "ExitCode") {
-          p.conditions.push_back({"Restarting", "True", "XGBoostJobRestarting",
-                                  fmt::format("XGBoostJob {} is restarting because {} {} replica(s) failed.", name, c.failed, rt)});
-        } else {
-          p.conditions.push_back({"Failed", "True", "XGBoostJobFailed",
-                                  fmt::format("XGBoostJob {} is failed because {} {} replica(s) failed.", name, c.failed, rt)});
-          p.set_completion_time = true;
-          return p;
-        }
-      }
-    }
-    return p;
+    Rules rules;
+    rules.lead = [](const framework::common::ReplicaState& s) {
+      return s.type == kMaster ? Rules::Lead::RunningFirst : Rules::Lead::None;
+    };
+    rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
+    rules.on_failed = &framework::common::restart_on_exit_code_policy;
+    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
+      if (type == "Running") return fmt::format("XGBoostJob {} is running.", name);
+      if (type == "Succeeded") return fmt::format("XGBoostJob {} is successfully completed.", name);
+      const std::string_view verb = type == "Restarting" ? "is restarting" : "is failed";
+      return fmt::format("XGBoostJob {} {} because {} {} replica(s) failed.", name, verb, s.counts.failed, s.type);
+    };
+    rules.running_before_terminal = true;
+    return framework::common::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
@@ -157,17 +138,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig&) {
-  return std::make_unique<XGBoostPlugin>(make_descriptor());
-}
-
 }  // namespace
 
 Status register_xgboost(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<XGBoostPlugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::xgboost

@@ -84,5 +84,20 @@ levels=$(json_lines <"$work/info.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')
 "$bin" --kubeconfig "$bad_kc" >/dev/null 2>"$work/text.log"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z error training-operator --kubeconfig' "$work/text.log" \
   || { echo "FAIL: text log lacks '<ts> error training-operator --kubeconfig ...':"; cat "$work/text.log"; fails=$((fails+1)); }
+# Every kubeflow.org/v1 kind answers to its alias, case-insensitively (the operator logs what it
+# enabled, then stops at the missing kubeconfig).
+check_alias() {  # alias canonical-name
+  local out
+  out=$("$bin" --enable-scheme "$1" --kubeconfig /nonexistent --metrics-bind-address 0 \
+        --health-probe-bind-address 0 2>&1)
+  if [[ $out != *"enabled frameworks: $2"$'\n'* && $out != *"enabled frameworks: $2" ]]; then
+    echo "FAIL: --enable-scheme $1 did not enable exactly $2: $out"; fails=$((fails+1)); return
+  fi
+  echo "ok: --enable-scheme $1 -> $2"
+}
+for a in tfjob TFJob; do check_alias "$a" kubeflow.org/tfjob; done
+for a in mxjob MXJOB; do check_alias "$a" kubeflow.org/mxjob; done
+for a in xgboostjob XGBoostJob; do check_alias "$a" kubeflow.org/xgboostjob; done
+for a in paddlejob PaddleJob; do check_alias "$a" kubeflow.org/paddlejob; done
 echo "$fails failure(s)"
 exit $fails

@@ -173,11 +173,12 @@ TEST_CASE("yaml: to_yaml output re-parses to the same JSON") {
 }
 
 TEST_CASE("yaml: every reference example converts to JSON and back unchanged") {
-  const fs::path root = "/work/shared/reference/examples";
+  const fs::path root = UNITRAIN_REFERENCE_EXAMPLES;
   if (!fs::is_directory(root)) {
     WARN("did not run: " << root << " does not exist");
     return;
   }
+  WARN("ran against the upstream example(s) in " << root);
   size_t files = 0, documents = 0;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
     const auto ext = entry.path().extension();

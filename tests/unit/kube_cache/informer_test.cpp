@@ -341,6 +341,20 @@ TEST_CASE("informer: stop returns promptly while watching", "[informer]") {
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
+TEST_CASE("projection: a null previous state left by a merge patch does not hide the exit code", "[informer]") {
+  auto full = realistic_pod("ns", "w-0", "j", "Failed");
+  auto state = json::Document::parse(R"({"running":null,"terminated":{"exitCode":3,"reason":"Error"}})");
+  REQUIRE(state);
+  (void)json::set(full, "/status/containerStatuses/0/state", json::Value(state->root(), full.alloc()));
+  auto p = project_pod(full.root());
+  CHECK(json::dump(*json::find(p.root(), "/status/containerStatuses/0/state")) == R"({"terminated":{"exitCode":3,"reason":"Error"}})");
+
+  auto running = json::Document::parse(R"({"running":{"startedAt":"2024-01-02T03:04:05Z"},"terminated":null})");
+  REQUIRE(running);
+  (void)json::set(full, "/status/containerStatuses/0/state", json::Value(running->root(), full.alloc()));
+  CHECK(json::dump(*json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state")) == R"({"running":{}})");
+}
+
 TEST_CASE("projection: project_pod keeps the decision fields and drops the rest", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   (void)json::set(full, "/status/containerStatuses/0/state",

@@ -672,11 +672,12 @@ TEST_CASE("mpi v2: wording of the conditions the core raises") {
 }
 
 TEST_CASE("mpi v2: the upstream pi example") {
-  const std::filesystem::path path = "/work/shared/reference/examples/mpi-v2/pi.yaml";
+  const std::filesystem::path path = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/mpi-v2/pi.yaml";
   if (!std::filesystem::exists(path)) {
     WARN("upstream example " << path << " not found; this case did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << path);
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -149,11 +149,12 @@ TEST_CASE("mxnet: status follows the Scheduler, or the single Worker") {
 }
 
 TEST_CASE("mxnet: upstream example mxjob_dist_v1.yaml") {
-  const std::filesystem::path file = "/work/shared/reference/examples/mxnet/mxjob_dist_v1.yaml";
+  const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/mxnet/mxjob_dist_v1.yaml";
   if (!std::filesystem::exists(file)) {
     WARN("reference example " << file << " not found; example check did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -133,11 +133,12 @@ TEST_CASE("paddle: status as PyTorch without the elastic shortcut") {
 }
 
 TEST_CASE("paddle: upstream example simple-cpu.yaml (collective mode)") {
-  const std::filesystem::path file = "/work/shared/reference/examples/paddlepaddle/simple-cpu.yaml";
+  const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/paddlepaddle/simple-cpu.yaml";
   if (!std::filesystem::exists(file)) {
     WARN("reference example " << file << " not found; example check did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -325,11 +325,12 @@ spec:
 }
 
 TEST_CASE("tensorflow: upstream example tf_job_mnist.yaml") {
-  const std::filesystem::path file = "/work/shared/reference/examples/tensorflow/tf_job_mnist.yaml";
+  const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/tensorflow/tf_job_mnist.yaml";
   if (!std::filesystem::exists(file)) {
     WARN("reference example " << file << " not found; example check did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -173,11 +173,12 @@ TEST_CASE("xgboost: status") {
 }
 
 TEST_CASE("xgboost: upstream example xgboostjob_v1_rabit_test.yaml") {
-  const std::filesystem::path file = "/work/shared/reference/examples/xgboost/xgboostjob_v1_rabit_test.yaml";
+  const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/xgboost/xgboostjob_v1_rabit_test.yaml";
   if (!std::filesystem::exists(file)) {
     WARN("reference example " << file << " not found; example check did not run");
     return;
   }
+  WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();
