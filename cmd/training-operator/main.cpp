@@ -126,7 +126,9 @@ Status install_crds(kube::Client& client, const std::string& dir,
   std::set<std::string> done;
   for (const auto* reg : enabled) {
     const auto& d = reg->descriptor;
-    auto path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
+    // A kind served by several modules has one single-version CRD file per version.
+    auto path = fs::path(dir) / fmt::format("{}_{}_{}.yaml", d.group, d.plural, d.version);
+    if (std::error_code ec; !fs::exists(path, ec)) path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
     if (!done.insert(path.string()).second) continue;
     std::ifstream in(path);
     if (!in) return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
