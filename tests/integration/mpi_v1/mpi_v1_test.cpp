@@ -240,6 +240,28 @@ spec:
   CHECK(k.dump(kPods, "bad-launcher", "/status/phase") == R"("Failed")");
 }
 
+TEST_CASE("MPIJob v1 without a Launcher fails validation once, with upstream's message, and gets no objects") {
+  Cluster k;
+  auto before = creations(k.cluster);
+  k.submit(R"(
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: headless}
+spec:
+  mpiReplicaSpecs:
+    Worker: {replicas: 1, template: {spec: {containers: [{name: mpi, image: example.com/mpi:1}]}}}
+)");
+  REQUIRE(eventually([&] { return k.has_condition("headless", "Failed"); }));
+  CHECK(k.conditions("headless").find(
+            "Failed=True/MPIJobFailedValidation: MPIJob.kubeflow.org \"headless\" is invalid: spec.mpiReplicaSpecs[Launcher]: "
+            "Required value: MPIReplicaSpec is not valid: Master ReplicaSpec must be present\n") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto after = creations(k.cluster);
+  CHECK(after["pods"] == before["pods"]);
+  CHECK(after["configmaps"] == before["configmaps"]);
+  CHECK(after["roles"] == before["roles"]);
+}
+
 TEST_CASE("MPIJob v1: upstream examples/mpi-v1 run on the local cluster") {
   const std::filesystem::path dir = std::filesystem::path(UNITRAIN_SOURCE_DIR) / ".." / "shared" / "reference" / "examples" / "mpi-v1";
   if (!std::filesystem::is_directory(dir)) {
