@@ -240,6 +240,28 @@ spec:
   CHECK(k.dump(kPods, "bad-launcher", "/status/phase") == R"("Failed")");
 }
 
+TEST_CASE("MPIJob v1 uses a ServiceAccount its launcher template names even when the job does not own it") {
+  Cluster k;
+  REQUIRE(k.client->create({"", "v1", "serviceaccounts"}, "default",
+                           Document::parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"shared","namespace":"default"}})")->root()));
+  k.submit(R"(
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: sa}
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 300ms}}
+        spec: {serviceAccountName: shared, containers: [{name: mpi, image: example.com/mpi:1}]}
+)");
+  REQUIRE(eventually([&] { return k.has_condition("sa", "Succeeded"); }));
+  CHECK(k.dump({"", "v1", "serviceaccounts"}, "shared", "/metadata/ownerReferences") == "<missing>");
+  CHECK(k.dump({"rbac.authorization.k8s.io", "v1", "rolebindings"}, "sa-launcher", "/subjects/0/name") == R"("shared")");
+  CHECK(k.dump(kPods, "sa-launcher", "/spec/serviceAccountName") == R"("shared")");
+  for (const auto& e : k.events.events()) CHECK(e.find("ErrResourceExists") == std::string::npos);
+}
+
 TEST_CASE("MPIJob v1 without a Launcher fails validation once, with upstream's message, and gets no objects") {
   Cluster k;
   auto before = creations(k.cluster);
