@@ -14,6 +14,7 @@
 #include "core/framework/registry.h"
 #include "core/kube/rest_client.h"
 #include "frameworks/mpi/v1/register.h"
+#include "frameworks/mpi/v2/register.h"
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
 
@@ -84,7 +85,11 @@ struct Cluster {
   fw::Registry registry;
   std::unique_ptr<c::JobController> ctl;
 
-  Cluster() {
+  std::unique_ptr<c::JobController> v2;
+
+  // `both_versions`: one CRD serving v1 and v2beta1 (conversion None: only apiVersion changes,
+  // as the local cluster does without a webhook) and an MPI v2 controller beside the v1 one.
+  explicit Cluster(bool both_versions = false) {
     REQUIRE(cluster.start());
     controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), lc::controllers::ControllersOptions{});
     kube::RestConfig cfg;
@@ -96,9 +101,19 @@ struct Cluster {
     REQUIRE(rc);
     client = std::move(*rc);
     REQUIRE(unitrain::frameworks::mpi::v1::register_mpi_v1(registry));
-    auto docs = json::parse_yaml(read_file(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/kubeflow.org_mpijobs_v1.yaml"));
+    const std::string crds = std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/";
+    auto docs = json::parse_yaml(read_file(crds + "kubeflow.org_mpijobs_v1.yaml"));
     REQUIRE(docs);
-    for (const auto& d : *docs) REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
+    Document crd = (*docs)[0];
+    if (both_versions) {
+      auto v2_docs = json::parse_yaml(read_file(crds + "kubeflow.org_mpijobs_v2beta1.yaml"));
+      REQUIRE(v2_docs);
+      crd = (*v2_docs)[0];
+      json::Value v1_version(*json::find((*docs)[0].root(), "/spec/versions/0"), crd.alloc());
+      v1_version["storage"] = false;
+      json::find(crd.root(), "/spec/versions")->PushBack(v1_version, crd.alloc());
+    }
+    REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", crd.root()));
     fw::PluginConfig config;
     config.options["mpi-kubectl-delivery-image"] = "example.com/kubectl-delivery:test";
     auto plugin = registry.instantiate("mpijob-v1", config);
@@ -106,12 +121,20 @@ struct Cluster {
     ctl = std::make_unique<c::JobController>(*client, clock, events, std::move(*plugin), c::JobControllerOptions{});
     ctl->start();
     REQUIRE(ctl->wait_for_sync(std::chrono::seconds(10)));
+    if (both_versions) {
+      REQUIRE(unitrain::frameworks::mpi::v2::register_mpi_v2(registry));
+      auto p2 = registry.instantiate("mpijob-v2", {});
+      REQUIRE(p2);
+      v2 = std::make_unique<c::JobController>(*client, clock, events, std::move(*p2), c::JobControllerOptions{});
+      v2->start();
+      REQUIRE(v2->wait_for_sync(std::chrono::seconds(10)));
+    }
   }
 
-  void submit(std::string_view yaml) {
+  void submit(std::string_view yaml, const kube::GroupVersionResource& r = kMPIJobs) {
     auto docs = json::parse_yaml(yaml);
     REQUIRE(docs);
-    for (const auto& d : *docs) REQUIRE(client->create(kMPIJobs, "default", d.root()));
+    for (const auto& d : *docs) REQUIRE(client->create(r, "default", d.root()));
   }
 
   // "Type=Status/Reason: message" for every condition, in order.
@@ -238,6 +261,67 @@ spec:
   // A bare launcher Pod is never retried.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(k.dump(kPods, "bad-launcher", "/status/phase") == R"("Failed")");
+}
+
+TEST_CASE("MPIJob v1 and v2 controllers in one process each take only their own jobs, objects and pods") {
+  Cluster k(true);
+  const kube::GroupVersionResource v2_jobs{"kubeflow.org", "v2beta1", "mpijobs"};
+  k.submit(R"(
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: one}
+spec:
+  runPolicy: {managedBy: kubeflow.org/training-operator}
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        spec: {containers: [{name: mpi, image: example.com/mpi:1}]}
+    Worker:
+      replicas: 1
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: mpi, image: example.com/mpi:1}]}
+)");
+  k.submit(R"(
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: two}
+spec:
+  runPolicy: {managedBy: kubeflow.org/mpi-operator}
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        spec: {containers: [{name: launcher, image: example.com/mpi:1}]}
+    Worker:
+      replicas: 1
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: worker, image: example.com/mpi:1}]}
+)",
+           v2_jobs);
+  REQUIRE(eventually([&] { return k.has_condition("one", "Succeeded"); }));
+  REQUIRE(eventually([&] {
+    auto two = k.client->get(v2_jobs, "default", "two");
+    return two && json::dump(*json::find(two->root(), "/status")).find(R"("type":"Succeeded","status":"True")") != std::string::npos;
+  }));
+  // v1: a bare launcher Pod, RBAC, kubexec.sh, pods labelled mpijob-controller; no launcher Job.
+  CHECK(k.dump(kPods, "one-launcher", "/metadata/labels/training.kubeflow.org~1operator-name") == R"("mpijob-controller")");
+  CHECK(k.dump(kPods, "one-worker-0", "/metadata/labels/training.kubeflow.org~1operator-name") == R"("mpijob-controller")");
+  CHECK_FALSE(k.client->get({"batch", "v1", "jobs"}, "default", "one-launcher"));
+  CHECK_FALSE(k.client->get({"", "v1", "secrets"}, "default", "one-ssh"));
+  CHECK(k.dump({"", "v1", "configmaps"}, "one-config", "/metadata/ownerReferences/0/apiVersion") == R"("kubeflow.org/v1")");
+  // v2: a launcher Job, the SSH Secret, a Service, pods labelled mpi-operator; no v1 objects.
+  CHECK(k.client->get({"batch", "v1", "jobs"}, "default", "two-launcher"));
+  CHECK(k.client->get({"", "v1", "secrets"}, "default", "two-ssh"));
+  CHECK(k.dump(kPods, "two-worker-0", "/metadata/labels/training.kubeflow.org~1operator-name") == R"("mpi-operator")");
+  CHECK_FALSE(k.client->get(kPods, "default", "two-launcher"));
+  CHECK_FALSE(k.client->get({"rbac.authorization.k8s.io", "v1", "roles"}, "default", "two-launcher"));
+  CHECK_FALSE(k.client->get({"", "v1", "serviceaccounts"}, "default", "two-launcher"));
+  CHECK(k.dump({"", "v1", "configmaps"}, "two-config", "/data/kubexec.sh") == "<missing>");
+  CHECK(k.dump({"", "v1", "configmaps"}, "two-config", "/metadata/ownerReferences/0/apiVersion") == R"("kubeflow.org/v2beta1")");
+  for (const auto& e : k.events.events()) CHECK(e.find("ErrResourceExists") == std::string::npos);
 }
 
 TEST_CASE("MPIJob v1 uses a ServiceAccount its launcher template names even when the job does not own it") {
