@@ -63,11 +63,13 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
   return pred();
 }
 
-// Creations the API server counted, by resource ("pods", "roles"), from its /metrics exposition.
-std::map<std::string, uint64_t> creations(const lc::LocalCluster& cluster) {
+// Successful requests of one verb the API server counted, by resource ("pods", "roles"), from its
+// /metrics exposition.
+std::map<std::string, uint64_t> requests(const lc::LocalCluster& cluster, std::string_view verb) {
   std::map<std::string, uint64_t> out;
-  static const std::regex line(
-      R"re(apiserver_request_total\{code="2\d\d",component="apiserver",group="[^"]*",resource="([^"]*)",subresource="",verb="POST",version="[^"]*"\} (\d+))re");
+  const std::regex line(fmt::format(
+      R"re(apiserver_request_total\{{code="2\d\d",component="apiserver",group="[^"]*",resource="([^"]*)",subresource="",verb="{}",version="[^"]*"\}} (\d+))re",
+      verb));
   std::istringstream in(cluster.metrics().render());
   for (std::string l; std::getline(in, l);) {
     std::smatch m;
@@ -75,6 +77,7 @@ std::map<std::string, uint64_t> creations(const lc::LocalCluster& cluster) {
   }
   return out;
 }
+std::map<std::string, uint64_t> creations(const lc::LocalCluster& cluster) { return requests(cluster, "POST"); }
 
 struct Cluster {
   lc::LocalCluster cluster{lc::LocalClusterOptions{}};
@@ -233,6 +236,13 @@ spec:
   CHECK(created("services") == 0);
   CHECK(created("jobs") == 0);
   CHECK(created("secrets") == 0);
+  // In sync from the start: the Role and ServiceAccount are never rewritten; the ConfigMap only
+  // when the set of Running workers in discover_hosts.sh changed (at most once per worker here).
+  auto updates = requests(k.cluster, "PUT");
+  CHECK(updates["roles"] == 0);
+  CHECK(updates["rolebindings"] == 0);
+  CHECK(updates["serviceaccounts"] == 0);
+  CHECK(updates["configmaps"] <= 2);
 }
 
 TEST_CASE("MPIJob v1 whose launcher exits 1 ends Failed with reason MPIJobFailed") {
