@@ -334,6 +334,38 @@ spec:
   for (const auto& e : k.events.events()) CHECK(e.find("ErrResourceExists") == std::string::npos);
 }
 
+TEST_CASE("MPIJob v1 created suspended gets no objects until resumed, then runs to Succeeded") {
+  Cluster k;
+  k.submit(R"(
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: later}
+spec:
+  runPolicy: {suspend: true}
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 300ms}}
+        spec: {containers: [{name: mpi, image: example.com/mpi:1}]}
+    Worker:
+      replicas: 1
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: mpi, image: example.com/mpi:1}]}
+)");
+  REQUIRE(eventually([&] { return k.has_condition("later", "Suspended"); }));
+  CHECK(k.conditions("later").find("Suspended=True/MPIJobSuspended: MPIJob later is suspended.\n") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(k.client->get({"", "v1", "configmaps"}, "default", "later-config"));
+  CHECK_FALSE(k.client->get({"", "v1", "serviceaccounts"}, "default", "later-launcher"));
+  CHECK_FALSE(k.client->get(kPods, "default", "later-launcher"));
+  CHECK_FALSE(k.client->get(kPods, "default", "later-worker-0"));
+  REQUIRE(k.client->patch(kMPIJobs, "default", "later", kube::PatchType::Merge, R"({"spec":{"runPolicy":{"suspend":false}}})"));
+  REQUIRE(eventually([&] { return k.has_condition("later", "Succeeded"); }));
+  CHECK(k.conditions("later").find("Suspended=False/MPIJobResumed: MPIJob later is resumed.\n") != std::string::npos);
+  CHECK(k.client->get({"rbac.authorization.k8s.io", "v1", "roles"}, "default", "later-launcher"));
+}
+
 TEST_CASE("MPIJob v1 uses a ServiceAccount its launcher template names even when the job does not own it") {
   Cluster k;
   REQUIRE(k.client->create({"", "v1", "serviceaccounts"}, "default",
