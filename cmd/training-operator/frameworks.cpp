@@ -1,5 +1,6 @@
 #include "cmd/training-operator/frameworks.h"
 
+#include "frameworks/mpi/v1/register.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/mxnet/register.h"
 #include "frameworks/paddle/register.h"
@@ -13,7 +14,8 @@ Status register_frameworks(framework::Registry& registry) {
   // Registration order is the order --help lists them and controllers start.
   for (auto reg : {&frameworks::tensorflow::register_tensorflow, &frameworks::pytorch::register_pytorch,
                    &frameworks::mxnet::register_mxnet, &frameworks::xgboost::register_xgboost,
-                   &frameworks::paddle::register_paddle, &frameworks::mpi::v2::register_mpi_v2}) {
+                   &frameworks::paddle::register_paddle, &frameworks::mpi::v2::register_mpi_v2,
+                   &frameworks::mpi::v1::register_mpi_v1}) {
     if (auto s = reg(registry); !s) return s;
   }
   return {};

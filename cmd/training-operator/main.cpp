@@ -132,7 +132,13 @@ Status install_crds(kube::Client& client, const std::string& dir,
   std::set<std::string> done;
   for (const auto* reg : enabled) {
     const auto& d = reg->descriptor;
-    auto path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
+    // A kind served by several modules has a single-version CRD file per version, used when only
+    // that version is enabled; with several enabled, {group}_{plural}.yaml serves them all.
+    const auto shared = std::count_if(enabled.begin(), enabled.end(), [&](const framework::Registration* other) {
+      return other->descriptor.group == d.group && other->descriptor.plural == d.plural;
+    });
+    auto path = fs::path(dir) / fmt::format("{}_{}_{}.yaml", d.group, d.plural, d.version);
+    if (std::error_code ec; shared > 1 || !fs::exists(path, ec)) path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
     if (!done.insert(path.string()).second) continue;
     std::ifstream in(path);
     if (!in) return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
@@ -421,7 +427,7 @@ int main(int argc, char** argv) {
     for (const auto& n : registry.accepted_names()) names += (names.empty() ? "" : ", ") + n;
     app.add_option("--enable-scheme", f.enable_scheme,
                    "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
-                   "Default: all. Accepted: " + names);
+                   "Default: all, MPIJob only in --mpi-default-version. Accepted: " + names);
     app.add_option("--gang-scheduler-name", f.gang_scheduler_name,
                    "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling")
         ->check(CLI::Validator(check_gang_scheduler, "NAME", "gang scheduler"));
@@ -486,7 +492,19 @@ int main(int argc, char** argv) {
 
     framework::EnablementOptions eo;
     eo.default_version["mpijob"] = f.mpi_default_version;
-    auto enabled = registry.resolve(f.enable_scheme, eo);
+    std::vector<std::string> schemes = f.enable_scheme;
+    if (schemes.empty()) {
+      // Every framework, but a kind served by several modules only in its default version: each
+      // version alone has a single-version CRD; both at once are asked for by name (or '*').
+      schemes.push_back("*");
+      for (const auto& reg : registry.all()) {
+        std::string kind = reg.descriptor.kind;
+        std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        auto it = eo.default_version.find(kind);
+        if (it != eo.default_version.end() && it->second != reg.descriptor.version) schemes.push_back("-" + reg.descriptor.name);
+      }
+    }
+    auto enabled = registry.resolve(schemes, eo);
     if (!enabled) {
       std::fprintf(stderr, "training-operator: --enable-scheme: %s\n", enabled.error().message.c_str());
       return kUsageError;

@@ -76,7 +76,7 @@ TEST_CASE("crd: PyTorchJob names, version, status and scale subresources, printe
 }
 
 TEST_CASE("crd: MPIJob v2beta1 names, status subresource, defaults and enums") {
-  Document crd = load("kubeflow.org_mpijobs.yaml");
+  Document crd = load("kubeflow.org_mpijobs_v2beta1.yaml");
   CHECK(str(crd, "/metadata/name") == "mpijobs.kubeflow.org");
   CHECK(json::dump(*json::find(crd.root(), "/spec/names")) ==
         R"({"kind":"MPIJob","listKind":"MPIJobList","plural":"mpijobs","singular":"mpijob"})");
