@@ -323,6 +323,7 @@ struct ApiFront::Impl {
 
   // The conversion webhook for `r` when r is a non-storage version of a CRD with strategy Webhook.
   std::optional<Conversion> conversion_for(const ResourceInfo& r) const {
+    if (!r.conversion_webhook || r.version == r.storage_version) return std::nullopt;
     auto crd = crd_of(r);
     if (!crd) return std::nullopt;
     const Value& root = crd->root();
