@@ -850,12 +850,16 @@ struct ApiFront::Impl {
     if (!json::find(obj.root(), "/kind")) set_member(obj, "kind", json::str(r.kind, obj.alloc()));
     if (auto s = mutate(mutating, at, &obj, nullptr, notes); !s) return fail(std::move(s).error());
     // Validating webhooks see the object as it will be stored: defaulted, named, validated.
-    auto pre = vcreate(r, ns, std::move(obj), true);
+    auto pre = vcreate(r, ns, obj, true);
     if (!pre) return pre;
     at.name = str_at(pre->root(), "/metadata/name");
     if (auto s = validate(validating, at, &*pre, nullptr, notes); !s) return fail(std::move(s).error());
     if (dry_run) return pre;
-    return vcreate(r, ns, std::move(*pre), false);
+    // Stored from the mutated object, not the dry run's result: defaults derived from the uid
+    // (a Job's controller-uid selector) must come from the real create. Only the name generated
+    // by the dry run is kept, so the object stored is the one the webhooks saw.
+    (void)json::set_string(obj, "/metadata/name", at.name);
+    return vcreate(r, ns, std::move(obj), false);
   }
 
   StoreResult<Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name, Document obj,

@@ -490,8 +490,10 @@ TEST_CASE("rules, objectSelector, namespaceSelector and subresources decide whic
   CHECK(str(seen.back().review.root(), "/request/oldObject/metadata/name") == "bad-pod");
   CHECK(str(seen.back().review.root(), "/request/options/kind") == "DeleteOptions");
   CHECK(f.api->send("GET", "/api/v1/namespaces/default/pods/bad-pod").status == 200);
-  // Namespaces are cluster-scoped: the Namespaced rule leaves them alone.
-  CHECK(f.api->send("DELETE", "/api/v1/namespaces/watched").status == 200);
+  // Namespaces are cluster-scoped: the Namespaced rule leaves them alone (the webhook would deny
+  // this name).
+  REQUIRE(f.api->send("POST", "/api/v1/namespaces", R"({"metadata":{"name":"bad-ns"}})").status == 201);
+  CHECK(f.api->send("DELETE", "/api/v1/namespaces/bad-ns").status == 200);
 }
 
 TEST_CASE("reinvocationPolicy IfNeeded calls a mutating webhook again after a later one changed the object") {
@@ -740,4 +742,24 @@ TEST_CASE("kubectl prints a webhook denial and its warnings") {
   CHECK(rc4 == 0);
   CHECK(out4.find("Warning: mutated by test") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("an admitted Job keeps the selector defaulted from its own uid") {
+  Fixture f;
+  f.add_config("ValidatingWebhookConfiguration", "all",
+               "[" +
+                   hook("record.hooks.test", f.service_config("/record"),
+                        R"([{"apiGroups":["batch"],"apiVersions":["v1"],"resources":["jobs"],"operations":["CREATE"]}])") +
+                   "]");
+  auto r = f.api->send("POST", "/apis/batch/v1/namespaces/default/jobs",
+                       R"({"metadata":{"generateName":"j-"},"spec":{"template":{"spec":{"restartPolicy":"Never",)"
+                       R"("containers":[{"name":"c","image":"busybox"}]}}}})");
+  REQUIRE(r.status == 201);
+  auto job = parse(r.body);
+  std::string uid = str(job.root(), "/metadata/uid");
+  CHECK(str(job.root(), "/spec/selector/matchLabels/batch.kubernetes.io~1controller-uid") == uid);
+  auto seen = f.hooks->seen("/record");
+  REQUIRE(seen.size() == 1);
+  // The name the validating webhook saw is the one stored.
+  CHECK(str(seen[0].review.root(), "/request/name") == str(job.root(), "/metadata/name"));
 }
