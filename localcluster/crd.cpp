@@ -57,6 +57,8 @@ std::vector<ResourceInfo> CrdDefinition::resources() const {
     r.short_names = short_names;
     r.categories = categories;
     r.verbs = kVerbs;
+    r.storage_version = storage_version;
+    r.conversion_webhook = conversion_webhook;
     out.push_back(std::move(r));
   }
   return out;
@@ -114,6 +116,10 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
   } else {
     errs.push_back({"FieldValueNotSupported", "spec.scope",
                     "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\""});
+  }
+  d.conversion_webhook = str_at(crd, "/spec/conversion/strategy") == "Webhook";
+  if (d.conversion_webhook && json::find(crd, "/spec/conversion/webhook/clientConfig") == nullptr) {
+    errs.push_back(required_value("spec.conversion.webhook", "required when strategy is set to Webhook"));
   }
   const Value* versions = json::find(crd, "/spec/versions");
   if (versions == nullptr || !versions->IsArray() || versions->Empty()) {

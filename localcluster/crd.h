@@ -35,6 +35,7 @@ struct CrdDefinition {
   std::vector<std::string> short_names, categories;
   std::vector<CrdVersion> versions;
   std::string storage_version;
+  bool conversion_webhook = false;  // spec.conversion.strategy Webhook
 
   const CrdVersion* version(std::string_view v) const;
   std::vector<ResourceInfo> resources() const;  // served versions only

@@ -33,6 +33,10 @@ struct ResourceInfo {
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
   std::vector<std::string> verbs;  // create delete deletecollection get list patch update watch
+  // Custom resources: the version objects are stored at, and whether other versions are
+  // converted by the CRD's conversion webhook (strategy Webhook) rather than by relabelling.
+  std::string storage_version;
+  bool conversion_webhook = false;
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
 };
 

@@ -5,6 +5,8 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     std::string log_level = "info";
     int threads = 2;
     bool controllers = false;
+    std::vector<std::string> service_endpoints;
     app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")->capture_default_str();
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
@@ -46,6 +49,8 @@ int main(int argc, char** argv) {
     app.add_flag("--controllers", controllers,
                  "also run the garbage collector, batch Job controller, scheduler and simulated kubelet, so "
                  "pods created by an operator run (sim.unitrain.io/* annotations) instead of staying Pending");
+    app.add_option("--service-endpoint", service_endpoints,
+                   "NAMESPACE/NAME[:PORT]=HOST:PORT: reach webhooks of that Service at HOST:PORT (repeatable)");
     CLI11_PARSE(app, argc, argv);
 
     auto logger = spdlog::stderr_color_mt("localcluster");
@@ -67,6 +72,12 @@ int main(int argc, char** argv) {
     if (!token.empty()) options.token = token;
     if (!state_dir.empty()) options.state_dir = state_dir;
     if (!kubeconfig_out.empty()) options.kubeconfig_out = kubeconfig_out;
+    for (const auto& e : service_endpoints) {
+      if (auto st = unitrain::localcluster::add_service_endpoint(options.webhooks, e); !st) {
+        std::fprintf(stderr, "localcluster: %s\n", st.error().message.c_str());
+        return 2;
+      }
+    }
     unitrain::localcluster::LocalCluster cluster(options);
     if (auto s = cluster.start(); !s) {
       spdlog::error("{}", s.error().message);
