@@ -71,13 +71,19 @@ json::Value project_metadata(const json::Value& full, json::Allocator& a) {
 json::Value project_container_state(const json::Value& state, json::Allocator& a) {
   json::Value out(rapidjson::kObjectType);
   if (!state.IsObject()) return out;
-  if (state.HasMember("running")) {
+  // A state member written as null (as some clients serialise unset pointers) is absent: taking
+  // `running: null` for running would hide the terminated state and its exit code.
+  auto member = [&](const char* name) -> const json::Value* {
+    const json::Value* v = json::find(state, std::string("/") + name);
+    return v && v->IsObject() ? v : nullptr;
+  };
+  if (member("running")) {
     out.AddMember("running", json::Value(rapidjson::kObjectType), a);
-  } else if (const auto* w = json::find(state, "/waiting")) {
+  } else if (const auto* w = member("waiting")) {
     json::Value v(rapidjson::kObjectType);
     copy_members(*w, v, {"reason"}, a);
     out.AddMember("waiting", v, a);
-  } else if (const auto* t = json::find(state, "/terminated")) {
+  } else if (const auto* t = member("terminated")) {
     json::Value v(rapidjson::kObjectType);
     copy_members(*t, v, {"exitCode", "reason"}, a);
     out.AddMember("terminated", v, a);

@@ -341,6 +341,16 @@ TEST_CASE("informer: stop returns promptly while watching", "[informer]") {
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
+TEST_CASE("projection: a null running state does not hide the terminated exit code", "[informer]") {
+  auto full = realistic_pod("ns", "w-0", "j", "Failed");
+  auto state = json::Document::parse(R"({"running":null,"waiting":null,"terminated":{"exitCode":3,"reason":"Error"}})");
+  REQUIRE(state);
+  (void)json::set(full, "/status/containerStatuses/0/state", json::clone(state->root(), full.alloc()));
+  auto p = project_pod(full.root());
+  CHECK(json::get_int(p.root(), "/status/containerStatuses/0/state/terminated/exitCode") == 3);
+  CHECK(!json::find(p.root(), "/status/containerStatuses/0/state/running"));
+}
+
 TEST_CASE("projection: project_pod keeps the decision fields and drops the rest", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   (void)json::set(full, "/status/containerStatuses/0/state",
