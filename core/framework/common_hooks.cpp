@@ -313,6 +313,9 @@ std::vector<PodSlot> pod_slots(const FrameworkDescriptor& d, const Value& job) {
 
 Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d, const Value& job) {
   std::vector<DesiredObject> out;
+  // A suspended job has no pods, so no per-replica services either (training-operator deletes
+  // them with the pods and creates them again on resume).
+  if (json::get_bool(job, "/spec/runPolicy/suspend").value_or(false)) return out;
   const std::string name = string_at(job, "/metadata/name");
   const std::string ns = string_at(job, "/metadata/namespace");
   for (const PodSlot& slot : pod_slots(d, job)) {
@@ -356,7 +359,6 @@ Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d
     DesiredObject obj;
     obj.resource = {"", "v1", "services"};
     obj.object = std::move(svc);
-    obj.prune_undesired = true;
     out.push_back(std::move(obj));
   }
   return out;

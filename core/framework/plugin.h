@@ -65,8 +65,6 @@ struct DesiredObject {
     WhenDiffers,      // update when any of `compared` (JSON Pointers) differs
   } update = Update::Never;
   std::vector<std::string> compared;  // e.g. {"/data"}, {"/spec/selector", "/spec/publishNotReadyAddresses"}
-  // Delete existing objects of this resource owned by the job that are not desired any more.
-  bool prune_undesired = false;
 };
 
 // The children of one job, as the informer caches see them (projections; see core/kube).
@@ -178,11 +176,12 @@ class FrameworkPlugin {
 
   virtual StatusProposal compute_status(const json::Value& job, const Observed& observed) const = 0;
 
-  // Owned resources (of descriptor.owned_resources) whose objects the core deletes when
-  // desired_objects() stops returning them. DesiredObject::prune_undesired cannot express this
-  // when no object of the kind is desired any more (the PyTorch HPA of a suspended job, or after
-  // its metrics were removed). Default: none.
-  virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
+  // Resources whose objects owned by the job the core deletes when desired_objects() stops
+  // returning them (per resource, so it also covers "none of this kind wanted any more": the
+  // PyTorch HPA of a suspended job). Default: Services, because per-replica services follow the
+  // replica count (scale down) and suspension; a framework listing every Service it wants in
+  // desired_objects() loses nothing to it.
+  virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {{"", "v1", "services"}}; }
 
   // Reasons and messages of the conditions and events the core raises (default: training-operator's).
   virtual CoreWording wording(CoreEvent e, const json::Value& job, std::string_view replica_type) const {

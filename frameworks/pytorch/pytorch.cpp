@@ -287,7 +287,6 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
       obj.object = std::move(hpa);
       obj.update = DesiredObject::Update::WhenDiffers;
       obj.compared = {"/spec"};
-      obj.prune_undesired = true;
       out.push_back(std::move(obj));
     }
     return out;
@@ -344,7 +343,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   }
 
   std::vector<kube::GroupVersionResource> pruned_resources() const override {
-    return {{"autoscaling", "v2", "horizontalpodautoscalers"}};
+    return {{"", "v1", "services"}, {"autoscaling", "v2", "horizontalpodautoscalers"}};
   }
 
  private:
