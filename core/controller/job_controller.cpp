@@ -23,6 +23,7 @@ using kube::GroupVersionResource;
 
 const GroupVersionResource kPods{"", "v1", "pods"};
 const GroupVersionResource kServices{"", "v1", "services"};
+const GroupVersionResource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses"};
 
 // The persisted count of pods the core deleted for re-creation: container restarts reset with
 // a new pod, so without it an ExitCode or OnFailure job's backoffLimit could never be reached.
@@ -220,7 +221,9 @@ struct JobController::Pass {
       const auto expiry = *status.completion_time + std::chrono::seconds(*rp->ttl_seconds_after_finished);
       if (now >= expiry) {
         auto r = c.client_.remove(d.resource(), ns, name, {});
-        if (!r && !r.error().is(ApiError::Reason::NotFound)) {
+        if (!r) {
+          // NotFound: a pass that ran before the cache saw our own delete; counted once already.
+          if (r.error().is(ApiError::Reason::NotFound)) return std::nullopt;
           event("Warning", "FailedDeleteJob", fmt::format("Error deleting: {}", r.error().message));
           return r.error();
         }
@@ -312,6 +315,15 @@ struct JobController::Pass {
     return std::nullopt;
   }
 
+  // The value of the PriorityClass the replica template names; 0 when it names none, the class
+  // does not exist, or PriorityClasses are not watched.
+  int32_t priority_of(const json::Value& replica_spec) const {
+    auto class_name = json::get_string(replica_spec, "/template/spec/priorityClassName");
+    if (!class_name || class_name->empty() || !c.priority_classes_) return 0;
+    kube::ObjectPtr pc = c.priority_classes_->cache().get(std::string(*class_name));
+    return pc ? static_cast<int32_t>(json::get_int(pc->root(), "/value").value_or(0)) : 0;
+  }
+
   std::optional<ApiError> sync_pod_group(bool& admitted) {
     admitted = true;
     const gang::Backend* backend = c.options_.gang.get();
@@ -335,7 +347,7 @@ struct JobController::Pass {
       if (!spec) continue;
       const int32_t n = replicas_of(d, job.root(), rt);
       total += n;
-      replicas.push_back({rt, n, 0, json::find(*spec, "/template/spec")});
+      replicas.push_back({rt, n, priority_of(*spec), json::find(*spec, "/template/spec")});
     }
     const auto caps = plugin.capabilities();
     req.min_member = sp && sp->min_available ? *sp->min_available
@@ -415,12 +427,17 @@ struct JobController::Pass {
         if (auto e = delete_object(kPods, std::string(api::name_of(pod)), Expectations::pods_key(ns, name, rt))) return e;
         auto w = words(CoreEvent::ReplicaRestarting, s.replica_type);
         event("Warning", w.reason, w.message);
+        if (!status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
         condition(api::condition_type::kRestarting, w);
         ++new_restarts;
         restarted = true;
       } else if (policy == "ExitCode") {
         auto w = words(CoreEvent::ReplicaFailed, s.replica_type);
         event("Warning", w.reason, w.message);
+        if (!status.is_failed()) {
+          count_when_written(&JobCounters::failed);
+          if (!status.completion_time) status.completion_time = now;
+        }
         condition(api::condition_type::kFailed, w);
       }
     }
@@ -667,6 +684,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
     owned_.emplace(gvr.group_resource(), make(gvr, "", nullptr));
   }
   if (options_.gang) pod_groups_ = make(options_.gang->resource(), "", nullptr);
+  if (options_.gang && options_.namespaces.empty()) priority_classes_ = make(kPriorityClasses, "", nullptr);
 
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
@@ -830,6 +848,7 @@ void JobController::start() {
   services_->start();
   for (auto& [_, inf] : owned_) inf->start();
   if (pod_groups_) pod_groups_->start();
+  if (priority_classes_) priority_classes_->start();
   jobs_->start();
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -842,6 +861,7 @@ bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
   if (!jobs_->wait_for_sync(left()) || !pods_->wait_for_sync(left()) || !services_->wait_for_sync(left())) return false;
   for (const auto& [_, inf] : owned_)
     if (!inf->wait_for_sync(left())) return false;
+  if (priority_classes_ && !priority_classes_->wait_for_sync(left())) return false;
   return !pod_groups_ || pod_groups_->wait_for_sync(left());
 }
 
@@ -855,6 +875,7 @@ void JobController::stop() {
   services_->stop();
   for (auto& [_, inf] : owned_) inf->stop();
   if (pod_groups_) pod_groups_->stop();
+  if (priority_classes_) priority_classes_->stop();
 }
 
 }  // namespace unitrain::controller

@@ -99,6 +99,10 @@ class JobController {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> services_;
   std::unique_ptr<kube::Informer> pod_groups_;
+  // PriorityClasses order the replica types in a PodGroup's minResources. Cluster-scoped, so
+  // only watched when the controller watches all namespaces (a namespaced Role cannot grant
+  // them); without it every template counts with priority 0.
+  std::unique_ptr<kube::Informer> priority_classes_;
   std::map<std::string, std::unique_ptr<kube::Informer>> owned_;  // by "resource.group"
 
   std::vector<std::thread> workers_;
