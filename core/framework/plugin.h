@@ -178,10 +178,10 @@ class FrameworkPlugin {
 
   // Resources whose objects owned by the job the core deletes when desired_objects() stops
   // returning them (per resource, so it also covers "none of this kind wanted any more": the
-  // PyTorch HPA of a suspended job). Default: Services, because per-replica services follow the
-  // replica count (scale down) and suspension; a framework listing every Service it wants in
-  // desired_objects() loses nothing to it.
-  virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {{"", "v1", "services"}}; }
+  // PyTorch HPA of a suspended job). Services are pruned as well when the descriptor's
+  // delete_services_with_pods is set (per-replica services follow scale-down and suspension).
+  // Default: none.
+  virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
 
   // Reasons and messages of the conditions and events the core raises (default: training-operator's).
   virtual CoreWording wording(CoreEvent e, const json::Value& job, std::string_view replica_type) const {

@@ -343,7 +343,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   }
 
   std::vector<kube::GroupVersionResource> pruned_resources() const override {
-    return {{"", "v1", "services"}, {"autoscaling", "v2", "horizontalpodautoscalers"}};
+    return {{"autoscaling", "v2", "horizontalpodautoscalers"}};
   }
 
  private:

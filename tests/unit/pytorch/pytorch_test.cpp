@@ -472,9 +472,8 @@ spec:
   REQUIRE(suspended);
   CHECK(suspended->empty());  // neither the HPA nor per-replica services while suspended
   auto pruned = plugin()->pruned_resources();
-  REQUIRE(pruned.size() == 2);
-  CHECK(pruned[0].group_resource() == "services");
-  CHECK(pruned[1].group_resource() == "horizontalpodautoscalers.autoscaling");
+  REQUIRE(pruned.size() == 1);
+  CHECK(pruned[0].group_resource() == "horizontalpodautoscalers.autoscaling");
 }
 
 TEST_CASE("pytorch: status with a Master: counts, selectors, Running then Succeeded") {
