@@ -273,6 +273,14 @@ TEST_CASE("operator restart mid-job: a new controller writes nothing over a stea
   k.set_pod_phase("pi-worker-1", "Running", std::nullopt, "worker");
   k.set_pod_phase(launcher_pod(k), "Running", std::nullopt, "launcher");
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Running") && k.has_true(kMPIJobs, "pi", "Running"); }));
+  REQUIRE(eventually([&] {
+    auto p = k.get(kPyTorchJobs, "pt");
+    auto m = k.get(kMPIJobs, "pi");
+    auto cm = k.get(kConfigMapsR, "pi-config");
+    return p && m && cm && json::get_int(p->root(), "/status/replicaStatuses/Worker/active").value_or(0) == 3 &&
+           json::get_int(m->root(), "/status/replicaStatuses/Worker/active").value_or(0) == 2 &&
+           json::get_string(cm->root(), "/data/discover_hosts.sh").value_or("").find("pi-worker-1") != std::string_view::npos;
+  }));
   // Let the first controllers settle (the ConfigMap's discover_hosts.sh follows running workers).
   WriteCounts settled;
   REQUIRE(eventually([&] {

@@ -86,7 +86,7 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
 
 // Writes the API server counted, by verb and resource, from its /metrics exposition.
 struct WriteCounts {
-  std::map<std::string, uint64_t> by_verb_resource;  // "POST pods", "PUT pytorchjobs/status"
+  std::map<std::string, uint64_t> by_verb_resource;  // "POST pods", "PUT pytorchjobs/status", "POST pods (409)"
   uint64_t total(bool with_events) const {
     uint64_t n = 0;
     for (const auto& [k, v] : by_verb_resource)
@@ -114,6 +114,7 @@ inline WriteCounts writes_since(const lc::LocalCluster& cluster, const WriteCoun
     std::smatch m;
     if (!std::regex_match(l, m, line)) continue;
     std::string key = fmt::format("{} {}{}{}", m[4].str(), m[2].str(), m[3].str().empty() ? "" : "/", m[3].str());
+    if (m[1].str()[0] != '2') key += fmt::format(" ({})", m[1].str());  // a rejected write, e.g. 409
     w.by_verb_resource[key] += std::stoull(m[5].str());
   }
   for (const auto& [k, v] : before.by_verb_resource) w.by_verb_resource[k] -= v;
