@@ -1,8 +1,9 @@
 #include "core/controller/job_controller.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <functional>
-#include <future>
 #include <set>
 
 #include <fmt/format.h>
@@ -23,6 +24,7 @@ using kube::GroupVersionResource;
 
 const GroupVersionResource kPods{"", "v1", "pods"};
 const GroupVersionResource kServices{"", "v1", "services"};
+const GroupVersionResource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses"};
 
 // The persisted count of pods the core deleted for re-creation: container restarts reset with
 // a new pod, so without it an ExitCode or OnFailure job's backoffLimit could never be reached.
@@ -61,25 +63,75 @@ int64_t in_place_restarts(const json::Value& pod) {
   return sum;
 }
 
-// Runs `fn` over `items` with at most `parallel` calls in flight; returns the first error.
-template <class T, class Fn>
-std::optional<ApiError> bounded_parallel(std::vector<T>& items, int parallel, Fn fn) {
-  std::optional<ApiError> first;
-  for (size_t start = 0; start < items.size(); start += static_cast<size_t>(std::max(parallel, 1))) {
-    const size_t end = std::min(items.size(), start + static_cast<size_t>(std::max(parallel, 1)));
-    if (end - start == 1) {
-      if (auto e = fn(items[start]); e && !first) first = std::move(e);
-      continue;
-    }
-    std::vector<std::future<std::optional<ApiError>>> batch;
-    for (size_t i = start; i < end; ++i) batch.push_back(std::async(std::launch::async, [&, i] { return fn(items[i]); }));
-    for (auto& f : batch)
-      if (auto e = f.get(); e && !first) first = std::move(e);
-  }
-  return first;
-}
-
 }  // namespace
+
+class WritePool {
+ public:
+  explicit WritePool(int threads) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~WritePool() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  WritePool(const WritePool&) = delete;
+  WritePool& operator=(const WritePool&) = delete;
+
+  // Runs `fn` over `items` on the pool and waits for all; returns the first error. Tasks never
+  // wait on the pool themselves, so a caller blocking here cannot deadlock it.
+  template <class T, class Fn>
+  std::optional<ApiError> run_all(std::vector<T>& items, Fn& fn) {
+    std::mutex done_mu;
+    std::condition_variable done_cv;
+    size_t left = items.size();
+    std::optional<ApiError> first;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& item : items) {
+        tasks_.emplace_back([&, item_ptr = &item] {
+          std::optional<ApiError> e;
+          try {
+            e = fn(*item_ptr);
+          } catch (const std::exception& ex) {  // thread boundary: report, never lose the count
+            e = internal_error(ex.what());
+          }
+          std::lock_guard done_lock(done_mu);
+          if (e && !first) first = std::move(e);
+          if (--left == 0) done_cv.notify_all();
+        });
+      }
+    }
+    cv_.notify_all();
+    std::unique_lock lock(done_mu);
+    done_cv.wait(lock, [&] { return left == 0; });
+    return first;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // One reconcile pass over one job: the pipeline of docs/framework-authors.md, in order.
@@ -122,6 +174,17 @@ struct JobController::Pass {
   }
 
   // --- writes ---------------------------------------------------------------------------------
+
+  // Runs `fn` over `items`, in parallel on the controller's write pool when there is more than
+  // one; returns the first error.
+  template <class T, class Fn>
+  std::optional<ApiError> bounded_parallel(std::vector<T>& items, Fn fn) {
+    if (items.size() > 1 && c.write_pool_) return c.write_pool_->run_all(items, fn);
+    std::optional<ApiError> first;
+    for (auto& item : items)
+      if (auto e = fn(item); e && !first) first = std::move(e);
+    return first;
+  }
 
   std::optional<ApiError> write_status(bool force = false) {
     if (!force && status == old_status) return std::nullopt;
@@ -166,7 +229,7 @@ struct JobController::Pass {
       if (only_active && phase != "Running" && phase != "Pending") continue;
       victims.push_back(pod);
     }
-    return bounded_parallel(victims, c.options_.max_parallel_writes, [&](const json::Value* pod) -> std::optional<ApiError> {
+    return bounded_parallel(victims, [&](const json::Value* pod) -> std::optional<ApiError> {
       const std::string pod_name(api::name_of(*pod));
       if (auto e = delete_object(kPods, pod_name, Expectations::pods_key(ns, name, rt_of(*pod)))) {
         event("Warning", "FailedDeletePod", fmt::format("Error deleting: {}", e->message));
@@ -220,7 +283,9 @@ struct JobController::Pass {
       const auto expiry = *status.completion_time + std::chrono::seconds(*rp->ttl_seconds_after_finished);
       if (now >= expiry) {
         auto r = c.client_.remove(d.resource(), ns, name, {});
-        if (!r && !r.error().is(ApiError::Reason::NotFound)) {
+        if (!r) {
+          // NotFound: a pass that ran before the cache saw our own delete; counted once already.
+          if (r.error().is(ApiError::Reason::NotFound)) return std::nullopt;
           event("Warning", "FailedDeleteJob", fmt::format("Error deleting: {}", r.error().message));
           return r.error();
         }
@@ -295,7 +360,12 @@ struct JobController::Pass {
       auto r = c.client_.update(want.resource, ns, updated.root());
       if (!r) return r.error();
     }
-    for (const auto& gvr : plugin.pruned_resources()) {
+    auto pruned = plugin.pruned_resources();
+    // Per-replica services (training-operator style) follow their replicas: scale-down and
+    // suspension remove them.
+    if (d.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
+      pruned.push_back(kServices);
+    for (const auto& gvr : pruned) {
       const std::string gr = gvr.group_resource();
       const std::vector<const json::Value*>* have = nullptr;
       if (gvr == kServices) have = &observed.services;
@@ -311,6 +381,15 @@ struct JobController::Pass {
       }
     }
     return std::nullopt;
+  }
+
+  // The value of the PriorityClass the replica template names; 0 when it names none, the class
+  // does not exist, or PriorityClasses are not watched.
+  int32_t priority_of(const json::Value& replica_spec) const {
+    auto class_name = json::get_string(replica_spec, "/template/spec/priorityClassName");
+    if (!class_name || class_name->empty() || !c.priority_classes_) return 0;
+    kube::ObjectPtr pc = c.priority_classes_->cache().get(std::string(*class_name));
+    return pc ? static_cast<int32_t>(json::get_int(pc->root(), "/value").value_or(0)) : 0;
   }
 
   std::optional<ApiError> sync_pod_group(bool& admitted) {
@@ -336,7 +415,7 @@ struct JobController::Pass {
       if (!spec) continue;
       const int32_t n = replicas_of(d, job.root(), rt);
       total += n;
-      replicas.push_back({rt, n, 0, json::find(*spec, "/template/spec")});
+      replicas.push_back({rt, n, priority_of(*spec), json::find(*spec, "/template/spec")});
     }
     const auto caps = plugin.capabilities();
     req.min_member = sp && sp->min_available ? *sp->min_available
@@ -419,12 +498,17 @@ struct JobController::Pass {
         if (auto e = delete_object(kPods, std::string(api::name_of(pod)), Expectations::pods_key(ns, name, rt))) return e;
         auto w = words(CoreEvent::ReplicaRestarting, s.replica_type);
         event("Warning", w.reason, w.message);
+        if (!status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
         condition(api::condition_type::kRestarting, w);
         ++new_restarts;
         restarted = true;
       } else if (policy == "ExitCode") {
         auto w = words(CoreEvent::ReplicaFailed, s.replica_type);
         event("Warning", w.reason, w.message);
+        if (!status.is_failed()) {
+          count_when_written(&JobCounters::failed);
+          if (!status.completion_time) status.completion_time = now;
+        }
         condition(api::condition_type::kFailed, w);
       }
     }
@@ -448,7 +532,7 @@ struct JobController::Pass {
       if (failed_now) return std::nullopt;
     }
 
-    return bounded_parallel(missing, c.options_.max_parallel_writes, [&](const framework::PodSlot& s) -> std::optional<ApiError> {
+    return bounded_parallel(missing, [&](const framework::PodSlot& s) -> std::optional<ApiError> {
       auto built = build_pod(d, job.root(), s.replica_type, s.index);
       if (!built) return internal_error(built.error().message);
       if (!s.name.empty()) (void)json::set_string(built->pod, "/metadata/name", s.name);
@@ -677,6 +761,8 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
     owned_.emplace(gvr.group_resource(), make(gvr, "", nullptr));
   }
   if (options_.gang) pod_groups_ = make(options_.gang->resource(), "", nullptr);
+  if (options_.gang && options_.namespaces.empty()) priority_classes_ = make(kPriorityClasses, "", nullptr);
+  if (options_.max_parallel_writes > 1) write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
 
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
@@ -817,6 +903,10 @@ ReconcileResult JobController::reconcile(const std::string& key) {
 }
 
 void JobController::worker_loop() {
+  // A pass before the child caches are synced would see a running job's pods as missing and
+  // create them again (an operator restart over running jobs).
+  while (!wait_for_sync(std::chrono::seconds(1)))
+    if (!started_) return;
   while (auto key = queue_.get()) {
     ReconcileResult r;
     try {
@@ -840,6 +930,7 @@ void JobController::start_caches() {
   services_->start();
   for (auto& [_, inf] : owned_) inf->start();
   if (pod_groups_) pod_groups_->start();
+  if (priority_classes_) priority_classes_->start();
   jobs_->start();
 }
 
@@ -857,6 +948,7 @@ bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
   if (!jobs_->wait_for_sync(left()) || !pods_->wait_for_sync(left()) || !services_->wait_for_sync(left())) return false;
   for (const auto& [_, inf] : owned_)
     if (!inf->wait_for_sync(left())) return false;
+  if (priority_classes_ && !priority_classes_->wait_for_sync(left())) return false;
   return !pod_groups_ || pod_groups_->wait_for_sync(left());
 }
 
@@ -875,6 +967,7 @@ void JobController::stop() {
   services_->stop();
   for (auto& [_, inf] : owned_) inf->stop();
   if (pod_groups_) pod_groups_->stop();
+  if (priority_classes_) priority_classes_->stop();
 }
 
 }  // namespace unitrain::controller

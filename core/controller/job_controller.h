@@ -48,6 +48,8 @@ struct JobControllerOptions {
   std::shared_ptr<const gang::Backend> gang;  // null: no gang scheduling
 };
 
+class WritePool;
+
 struct ReconcileResult {
   std::optional<kube::ApiError> error;          // requeued with backoff
   std::optional<kube::Clock::Duration> requeue_after;  // a deadline or TTL to act on
@@ -102,8 +104,15 @@ class JobController {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> services_;
   std::unique_ptr<kube::Informer> pod_groups_;
+  // PriorityClasses order the replica types in a PodGroup's minResources. Cluster-scoped, so
+  // only watched when the controller watches all namespaces (a namespaced Role cannot grant
+  // them); without it every template counts with priority 0.
+  std::unique_ptr<kube::Informer> priority_classes_;
   std::map<std::string, std::unique_ptr<kube::Informer>> owned_;  // by "resource.group"
 
+  // Fixed threads that carry out a job's pod/service creates and deletes in parallel; shared by
+  // all workers, so max_parallel_writes bounds writes in flight per controller.
+  std::unique_ptr<WritePool> write_pool_;
   std::vector<std::thread> workers_;
   std::atomic<bool> caches_started_{false};
   std::atomic<bool> workers_started_{false};

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/api/meta.h"
+
 namespace unitrain::controller {
 
 namespace {
@@ -62,27 +64,6 @@ std::string selector_string(const json::Value& labels) {
   return out;
 }
 
-json::Document owner_reference(const framework::FrameworkDescriptor& d, const json::Value& job) {
-  auto ref = json::Document::object();
-  auto& a = ref.alloc();
-  ref.root().AddMember("apiVersion", json::str(d.api_version(), a), a);
-  ref.root().AddMember("kind", json::str(d.kind, a), a);
-  ref.root().AddMember("name", json::str(json::get_string(job, "/metadata/name").value_or(""), a), a);
-  ref.root().AddMember("uid", json::str(json::get_string(job, "/metadata/uid").value_or(""), a), a);
-  ref.root().AddMember("controller", true, a);
-  ref.root().AddMember("blockOwnerDeletion", true, a);
-  return ref;
-}
-
-bool controlled_by(const json::Value& obj, std::string_view uid) {
-  const json::Value* refs = json::find(obj, "/metadata/ownerReferences");
-  if (!refs || !refs->IsArray()) return false;
-  for (const auto& ref : refs->GetArray()) {
-    if (json::get_bool(ref, "/controller").value_or(false)) return json::get_string(ref, "/uid") == uid;
-  }
-  return false;
-}
-
 std::string pod_restart_policy(std::string_view replica_restart_policy) {
   if (replica_restart_policy == "ExitCode") return "Never";
   return std::string(replica_restart_policy);
@@ -133,7 +114,11 @@ Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::
     put_label(meta["labels"], std::string_view(m.name.GetString(), m.name.GetStringLength()),
               std::string_view(m.value.GetString(), m.value.GetStringLength()), a);
   json::Value owners(rapidjson::kArrayType);
-  owners.PushBack(json::clone(owner_reference(d, job).root(), a), a);
+  // The descriptor names the kind, whatever version the job object was read as.
+  api::OwnerReference ref = api::make_owner_reference(job);
+  ref.api_version = d.api_version();
+  ref.kind = d.kind;
+  owners.PushBack(ref.to_json(a), a);
   meta.AddMember("ownerReferences", owners, a);
   pod.root().AddMember("metadata", meta, a);
 

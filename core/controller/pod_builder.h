@@ -32,11 +32,6 @@ json::Document replica_labels(const framework::FrameworkDescriptor& d, std::stri
 // "k1=v1,k2=v2" with keys sorted, the label-selector string of a label map.
 std::string selector_string(const json::Value& labels);
 
-// The controller owner reference to `job` (apiVersion, kind, name, uid, controller,
-// blockOwnerDeletion).
-json::Document owner_reference(const framework::FrameworkDescriptor& d, const json::Value& job);
-// True when `obj`'s controller owner reference has `uid`.
-bool controlled_by(const json::Value& obj, std::string_view uid);
 
 // The pod restartPolicy written for a replica restartPolicy: ExitCode runs as Never.
 std::string pod_restart_policy(std::string_view replica_restart_policy);

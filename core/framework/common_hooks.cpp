@@ -359,7 +359,6 @@ Result<std::vector<DesiredObject>> replica_services(const FrameworkDescriptor& d
     DesiredObject obj;
     obj.resource = {"", "v1", "services"};
     obj.object = std::move(svc);
-    obj.prune_undesired = true;
     out.push_back(std::move(obj));
   }
   return out;

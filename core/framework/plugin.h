@@ -67,8 +67,6 @@ struct DesiredObject {
     WhenDiffers,      // update when any of `compared` (JSON Pointers) differs
   } update = Update::Never;
   std::vector<std::string> compared;  // e.g. {"/data"}, {"/spec/selector", "/spec/publishNotReadyAddresses"}
-  // Delete existing objects of this resource owned by the job that are not desired any more.
-  bool prune_undesired = false;
   // An existing object of this name that the job does not control is used as it is instead of
   // being an ErrResourceExists conflict (a ServiceAccount the pod template names).
   bool use_existing = false;
@@ -183,10 +181,11 @@ class FrameworkPlugin {
 
   virtual StatusProposal compute_status(const json::Value& job, const Observed& observed) const = 0;
 
-  // Owned resources (of descriptor.owned_resources) whose objects the core deletes when
-  // desired_objects() stops returning them. DesiredObject::prune_undesired cannot express this
-  // when no object of the kind is desired any more (the PyTorch HPA of a suspended job, or after
-  // its metrics were removed). Default: none.
+  // Resources whose objects owned by the job the core deletes when desired_objects() stops
+  // returning them (per resource, so it also covers "none of this kind wanted any more": the
+  // PyTorch HPA of a suspended job). Services are pruned as well when the descriptor's
+  // delete_services_with_pods is set (per-replica services follow scale-down and suspension).
+  // Default: none.
   virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
 
   // Reasons and messages of the conditions and events the core raises (default: training-operator's).

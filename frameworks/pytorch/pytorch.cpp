@@ -287,7 +287,6 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
       obj.object = std::move(hpa);
       obj.update = DesiredObject::Update::WhenDiffers;
       obj.compared = {"/spec"};
-      obj.prune_undesired = true;
       out.push_back(std::move(obj));
     }
     return out;

@@ -443,10 +443,10 @@ struct Scheduler::Impl {
     dirty = false;
     auto used = used_by_node();
     auto stats = group_stats();
-    // Volcano's enqueue step happens before allocation: admitted groups become Inqueue.
+    // Volcano's enqueue step happens before allocation: admitted groups become Inqueue. It needs
+    // no member pods: training-operator creates them only once its PodGroup left Pending.
     for (auto& [key, g] : groups) {
-      if (g.kind == GroupKind::Volcano && (g.phase.empty() || g.phase == "Pending") && volcano_admitted(g, used) &&
-          stats[key].total > 0) {
+      if (g.kind == GroupKind::Volcano && (g.phase.empty() || g.phase == "Pending") && volcano_admitted(g, used)) {
         g.phase = "Inqueue";
         g.status_sig.clear();
       }

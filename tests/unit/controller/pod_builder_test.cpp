@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/api/meta.h"
 #include "core/controller/pod_builder.h"
 
 namespace c = unitrain::controller;
@@ -58,8 +59,8 @@ TEST_CASE("build_pod copies the template, overrides restartPolicy and adds owner
   REQUIRE(worker);
   CHECK_FALSE(worker->template_restart_policy_overridden);
   CHECK(json::get_string(worker->pod.root(), "/spec/restartPolicy") == "OnFailure");
-  CHECK(c::controlled_by(worker->pod.root(), "u-1"));
-  CHECK_FALSE(c::controlled_by(worker->pod.root(), "u-2"));
+  CHECK(unitrain::api::is_controlled_by(worker->pod.root(), "u-1"));
+  CHECK_FALSE(unitrain::api::is_controlled_by(worker->pod.root(), "u-2"));
   CHECK(c::replicas_of(d, j.root(), "Worker") == 1);
   auto missing = c::build_pod(d, j.root(), "Chief", 0);
   REQUIRE_FALSE(missing);
