@@ -51,7 +51,7 @@ Result<json::Document> take_stash(Value* annotations, std::string_view name) {
     return fail(fmt::format("metadata.annotations[{}]: must be {{\"order\":[...],\"fields\":{{...}}}}", name));
   for (const auto& k : order->GetArray())
     if (!k.IsString()) return fail(fmt::format("metadata.annotations[{}]: order must list strings", name));
-  annotations->RemoveMember(it);
+  annotations->EraseMember(it);
   return parsed;
 }
 
