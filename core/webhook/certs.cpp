@@ -118,6 +118,7 @@ Result<CertBundle> generate_certs(const CertOptions& options, SystemTime now) {
   if (!ca) return fail(std::move(ca.error()));
   std::string san;
   for (const auto& n : dns_names(options)) san += (san.empty() ? "DNS:" : ",DNS:") + n;
+  for (const auto& ip : options.ip_addresses) san += ",IP:" + ip;
   auto cert = make_cert(dns_names(options)[2], options.organization, key.get(), ca->get(), ca_key.get(), now,
                         options.validity,
                         {{NID_basic_constraints, "critical,CA:FALSE"},
@@ -154,6 +155,8 @@ Status check_certs(const CertBundle& b, const CertOptions& options, SystemTime n
   const std::string host = dns_names(options)[2];
   if (X509_check_host(cert.get(), host.c_str(), host.size(), 0, nullptr) != 1)
     return fail(fmt::format("tls.crt is not valid for {}", host));
+  for (const auto& ip : options.ip_addresses)
+    if (X509_check_ip_asc(cert.get(), ip.c_str(), 0) != 1) return fail(fmt::format("tls.crt is not valid for {}", ip));
   time_t horizon = std::chrono::system_clock::to_time_t(now + lookahead);
   for (auto [what, c] : {std::pair<const char*, X509*>{"ca.crt", ca.get()}, {"tls.crt", cert.get()}}) {
     if (X509_cmp_time(X509_get0_notAfter(c), &horizon) <= 0)

@@ -19,6 +19,8 @@ struct CertOptions {
   std::string ca_name = "training-operator-ca";
   std::string organization = "training-operator";
   std::chrono::seconds validity{std::chrono::hours(24 * 365 * 10)};
+  // Extra IP subject alternative names ("127.0.0.1" when an API server on this host calls a url).
+  std::vector<std::string> ip_addresses;
 };
 
 // PEM texts, stored in the Secret under ca.crt, ca.key, tls.crt, tls.key.
@@ -36,7 +38,7 @@ Result<CertBundle> generate_certs(const CertOptions& options, SystemTime now);
 
 // Fails with the reason when the bundle cannot serve until `now + lookahead`: unparsable PEM,
 // a key that does not match its certificate, a serving certificate not signed by the CA or not
-// naming "<svc>.<ns>.svc", or either certificate expiring before then.
+// naming "<svc>.<ns>.svc" and every ip_addresses entry, or either certificate expiring before then.
 Status check_certs(const CertBundle& bundle, const CertOptions& options, SystemTime now,
                    std::chrono::seconds lookahead);
 

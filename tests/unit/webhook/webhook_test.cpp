@@ -120,6 +120,14 @@ TEST_CASE("certs: check names the reason a bundle cannot serve") {
   auto wrong_name = webhook::check_certs(*b, other, kNow, 1s);
   REQUIRE_FALSE(wrong_name);
   CHECK(wrong_name.error().message == "tls.crt is not valid for elsewhere.kubeflow.svc");
+  auto local = cert_options(10s);
+  local.ip_addresses = {"127.0.0.1"};
+  auto no_ip = webhook::check_certs(*b, local, kNow, 1s);
+  REQUIRE_FALSE(no_ip);
+  CHECK(no_ip.error().message == "tls.crt is not valid for 127.0.0.1");
+  auto with_ip = webhook::generate_certs(local, kNow);
+  REQUIRE(with_ip);
+  CHECK(webhook::check_certs(*with_ip, local, kNow, 1s));
   auto c = webhook::generate_certs(cert_options(), kNow);
   REQUIRE(c);
   auto mixed = *b;
