@@ -1,5 +1,6 @@
 #include "cmd/training-operator/frameworks.h"
 
+#include "frameworks/mpi/conversion/conversion.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/pytorch/register.h"
 
@@ -10,7 +11,9 @@ Status register_frameworks(framework::Registry& registry) {
   for (auto reg : {&frameworks::pytorch::register_pytorch, &frameworks::mpi::v2::register_mpi_v2}) {
     if (auto s = reg(registry); !s) return s;
   }
-  return {};
+  // Served by /convert whenever an MPIJob module is enabled; the CRD uses it only when it serves
+  // both versions.
+  return frameworks::mpi::conversion::register_mpi_conversion(registry);
 }
 
 }  // namespace unitrain::operator_cmd

@@ -80,8 +80,18 @@ TEST_CASE("crd: MPIJob v2beta1 names, status subresource, defaults and enums") {
   CHECK(str(crd, "/metadata/name") == "mpijobs.kubeflow.org");
   CHECK(json::dump(*json::find(crd.root(), "/spec/names")) ==
         R"({"kind":"MPIJob","listKind":"MPIJobList","plural":"mpijobs","singular":"mpijob"})");
-  REQUIRE(json::find(crd.root(), "/spec/versions")->Size() == 1);
+  // v2beta1 first and stored; v1 served beside it through the conversion webhook.
+  REQUIRE(json::find(crd.root(), "/spec/versions")->Size() == 2);
   CHECK(str(crd, "/spec/versions/0/name") == "v2beta1");
+  CHECK(str(crd, "/spec/versions/1/name") == "v1");
+  CHECK(json::get_bool(crd.root(), "/spec/versions/1/storage") == false);
+  CHECK(str(crd, "/spec/conversion/strategy") == "Webhook");
+  CHECK(str(crd, "/spec/conversion/webhook/clientConfig/service/path") == "/convert");
+  const std::string v1_spec = "/spec/versions/1/schema/openAPIV3Schema/properties/spec/properties";
+  CHECK(str(crd, v1_spec + "/mainContainer/type") == "string");
+  CHECK(str(crd, v1_spec + "/cleanPodPolicy/type") == "string");
+  CHECK(json::find(crd.root(), v1_spec + "/sshAuthMountPath") == nullptr);
+  CHECK(json::find(crd.root(), v1_spec + "/slotsPerWorker/default") == nullptr);
   CHECK(json::get_bool(crd.root(), "/spec/versions/0/storage") == true);
   CHECK(json::dump(*json::find(crd.root(), "/spec/versions/0/subresources")) == R"({"status":{}})");
   check_printer_columns(crd);
