@@ -1,6 +1,7 @@
 #include "cmd/training-operator/frameworks.h"
 
 #include "frameworks/mpi/conversion/conversion.h"
+#include "frameworks/mpi/v1/register.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/pytorch/register.h"
 
@@ -8,7 +9,8 @@ namespace unitrain::operator_cmd {
 
 Status register_frameworks(framework::Registry& registry) {
   // Registration order is the order --help lists them and controllers start.
-  for (auto reg : {&frameworks::pytorch::register_pytorch, &frameworks::mpi::v2::register_mpi_v2}) {
+  for (auto reg : {&frameworks::pytorch::register_pytorch, &frameworks::mpi::v2::register_mpi_v2,
+                   &frameworks::mpi::v1::register_mpi_v1}) {
     if (auto s = reg(registry); !s) return s;
   }
   // Served by /convert whenever an MPIJob module is enabled; the CRD uses it only when it serves

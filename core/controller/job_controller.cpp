@@ -266,6 +266,7 @@ struct JobController::Pass {
         continue;
       }
       if (!api::is_controlled_by(existing->root(), uid)) {
+        if (want.use_existing) continue;
         std::string msg = fmt::format("Resource \"{}\" of Kind \"{}\" already exists and is not managed by {}", obj_name,
                                       api::kind_of(want.object.root()), d.kind);
         event("Warning", "ErrResourceExists", msg);
@@ -385,7 +386,10 @@ struct JobController::Pass {
     std::map<std::string, const json::Value*> by_name;
     std::vector<const json::Value*> surplus;
     std::set<std::string> wanted;
-    for (const auto& s : slots) wanted.insert(replica_name(name, s.replica_type, s.index));
+    auto slot_name = [&](const framework::PodSlot& s) {
+      return s.name.empty() ? replica_name(name, s.replica_type, s.index) : s.name;
+    };
+    for (const auto& s : slots) wanted.insert(slot_name(s));
     for (const auto* pod : observed.pods) {
       std::string pod_name(api::name_of(*pod));
       if (!wanted.count(pod_name)) {
@@ -399,7 +403,7 @@ struct JobController::Pass {
     int64_t new_restarts = 0;
     for (const auto& s : slots) {
       const std::string rt = lower(s.replica_type);
-      auto it = by_name.find(replica_name(name, s.replica_type, s.index));
+      auto it = by_name.find(slot_name(s));
       if (it == by_name.end()) {
         missing.push_back(s);
         continue;
@@ -447,6 +451,7 @@ struct JobController::Pass {
     return bounded_parallel(missing, c.options_.max_parallel_writes, [&](const framework::PodSlot& s) -> std::optional<ApiError> {
       auto built = build_pod(d, job.root(), s.replica_type, s.index);
       if (!built) return internal_error(built.error().message);
+      if (!s.name.empty()) (void)json::set_string(built->pod, "/metadata/name", s.name);
       if (built->template_restart_policy_overridden)
         event("Warning", "SetPodTemplateRestartPolicy",
               "Restart policy in pod template will be overwritten by restart policy in replica spec");

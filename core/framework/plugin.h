@@ -53,6 +53,8 @@ struct Validation {
 struct PodSlot {
   std::string replica_type;  // canonical: "Worker"
   int32_t index = 0;
+  // The pod's name when it is not "<job>-<rt>-<index>" (MPI v1 names its launcher "<job>-launcher").
+  std::string name{};
 };
 
 // An object the framework wants besides pods: Service, ConfigMap, Secret, Role, HPA, a launcher
@@ -67,6 +69,9 @@ struct DesiredObject {
   std::vector<std::string> compared;  // e.g. {"/data"}, {"/spec/selector", "/spec/publishNotReadyAddresses"}
   // Delete existing objects of this resource owned by the job that are not desired any more.
   bool prune_undesired = false;
+  // An existing object of this name that the job does not control is used as it is instead of
+  // being an ErrResourceExists conflict (a ServiceAccount the pod template names).
+  bool use_existing = false;
 };
 
 // The children of one job, as the informer caches see them (projections; see core/kube).

@@ -194,7 +194,7 @@ spec:
 
 TEST_CASE("MPIJob v2 with 2 workers runs its launcher Job to Succeeded on the local cluster") {
   Cluster k;
-  k.install_crd("kubeflow.org_mpijobs.yaml");
+  k.install_crd("kubeflow.org_mpijobs_v2beta1.yaml");
   auto ctl = k.controller("mpijob-v2");
   const auto before = writes_since(k.cluster);
   auto job = json::parse_yaml(R"(

@@ -76,22 +76,12 @@ TEST_CASE("crd: PyTorchJob names, version, status and scale subresources, printe
 }
 
 TEST_CASE("crd: MPIJob v2beta1 names, status subresource, defaults and enums") {
-  Document crd = load("kubeflow.org_mpijobs.yaml");
+  Document crd = load("kubeflow.org_mpijobs_v2beta1.yaml");
   CHECK(str(crd, "/metadata/name") == "mpijobs.kubeflow.org");
   CHECK(json::dump(*json::find(crd.root(), "/spec/names")) ==
         R"({"kind":"MPIJob","listKind":"MPIJobList","plural":"mpijobs","singular":"mpijob"})");
-  // v2beta1 first and stored; v1 served beside it through the conversion webhook.
-  REQUIRE(json::find(crd.root(), "/spec/versions")->Size() == 2);
+  REQUIRE(json::find(crd.root(), "/spec/versions")->Size() == 1);
   CHECK(str(crd, "/spec/versions/0/name") == "v2beta1");
-  CHECK(str(crd, "/spec/versions/1/name") == "v1");
-  CHECK(json::get_bool(crd.root(), "/spec/versions/1/storage") == false);
-  CHECK(str(crd, "/spec/conversion/strategy") == "Webhook");
-  CHECK(str(crd, "/spec/conversion/webhook/clientConfig/service/path") == "/convert");
-  const std::string v1_spec = "/spec/versions/1/schema/openAPIV3Schema/properties/spec/properties";
-  CHECK(str(crd, v1_spec + "/mainContainer/type") == "string");
-  CHECK(str(crd, v1_spec + "/cleanPodPolicy/type") == "string");
-  CHECK(json::find(crd.root(), v1_spec + "/sshAuthMountPath") == nullptr);
-  CHECK(json::find(crd.root(), v1_spec + "/slotsPerWorker/default") == nullptr);
   CHECK(json::get_bool(crd.root(), "/spec/versions/0/storage") == true);
   CHECK(json::dump(*json::find(crd.root(), "/spec/versions/0/subresources")) == R"({"status":{}})");
   check_printer_columns(crd);
@@ -107,4 +97,23 @@ TEST_CASE("crd: MPIJob v2beta1 names, status subresource, defaults and enums") {
   check_run_policy(crd, schema);
   CHECK(json::get_bool(crd.root(), spec + "/mpiReplicaSpecs/additionalProperties/properties/template/x-kubernetes-preserve-unknown-fields") == true);
   CHECK(str(crd, schema + "/properties/status/properties/conditions/items/properties/lastTransitionTime/format") == "date-time");
+}
+
+TEST_CASE("crd: MPIJob in both versions, stored as v2beta1, converted by the webhook") {
+  Document both = load("kubeflow.org_mpijobs.yaml");
+  Document v2 = load("kubeflow.org_mpijobs_v2beta1.yaml");
+  Document v1 = load("kubeflow.org_mpijobs_v1.yaml");
+  CHECK(str(both, "/metadata/name") == "mpijobs.kubeflow.org");
+  CHECK(json::equal(*json::find(both.root(), "/spec/names"), *json::find(v2.root(), "/spec/names")));
+  REQUIRE(json::find(both.root(), "/spec/versions")->Size() == 2);
+  CHECK(str(both, "/spec/conversion/strategy") == "Webhook");
+  CHECK(json::dump(*json::find(both.root(), "/spec/conversion/webhook")) ==
+        R"({"conversionReviewVersions":["v1"],"clientConfig":{"service":{"namespace":"kubeflow",)"
+        R"("name":"training-operator","path":"/convert","port":443}}})");
+  // Each version entry is the single-version file's, v1 not stored.
+  CHECK(json::equal(*json::find(both.root(), "/spec/versions/0"), *json::find(v2.root(), "/spec/versions/0")));
+  CHECK(json::get_bool(both.root(), "/spec/versions/0/storage") == true);
+  Document v1_entry = Document::copy_of(*json::find(v1.root(), "/spec/versions/0"));
+  REQUIRE(json::set_bool(v1_entry, "/storage", false));
+  CHECK(json::equal(*json::find(both.root(), "/spec/versions/1"), v1_entry.root()));
 }
