@@ -51,6 +51,7 @@ Status LocalCluster::start() {
   ServerOptions opts;
   opts.listen = options_.listen;
   opts.threads = options_.threads;
+  opts.webhooks = options_.webhooks;
   token_ = options_.token;
   if (options_.tls) {
     auto tls = load_or_make_tls(options_.state_dir);

@@ -11,6 +11,7 @@
 #include "core/base/result.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
+#include "localcluster/webhooks.h"
 
 namespace unitrain::localcluster {
 
@@ -26,6 +27,8 @@ struct LocalClusterOptions {
   // Where to write the kubeconfig; nothing is written when unset.
   std::optional<std::string> kubeconfig_out;
   int threads = 2;
+  // Where webhook Services are reached (see add_service_endpoint).
+  WebhookOptions webhooks;
 };
 
 class LocalCluster {

@@ -9,5 +9,6 @@ add_library(unitrain_localcluster STATIC
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp
   ${CMAKE_CURRENT_LIST_DIR}/openapi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/local_cluster.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/webhooks.cpp
 )
-target_link_libraries(unitrain_localcluster PUBLIC unitrain_localcluster_store PRIVATE unitrain_asio spdlog::spdlog)
+target_link_libraries(unitrain_localcluster PUBLIC unitrain_localcluster_store PRIVATE unitrain_kube_rest unitrain_asio spdlog::spdlog)

@@ -355,13 +355,16 @@ bool has_verb(const ResourceInfo& r, std::string_view verb) {
 
 struct ApiServer::Impl {
   Impl(Store& s, ServerOptions o)
-      : store(s), options(std::move(o)), logs(options.max_log_lines_per_pod), gate(std::make_shared<Gate>()),
+      : store(s), options(std::move(o)), front(store, options.webhooks), logs(options.max_log_lines_per_pod),
+        gate(std::make_shared<Gate>()),
         rng(std::random_device{}()), acceptor(ioc) {}
 
   // Declaration order matters: the io_context goes first on destruction (its pending handlers
   // own suspended connection frames that still use the members declared before it).
   Store& store;
   ServerOptions options;
+  // Every resource verb goes through the front: admission and conversion webhooks.
+  ApiFront front;
   std::optional<ssl::context> tls;
   RequestMetrics metrics;
   PodLogs logs;
@@ -445,7 +448,7 @@ struct ApiServer::Impl {
     http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
     res.set(http::field::content_type, reply.content_type);
     res.set("Cache-Control", "no-cache, private");
-    for (auto& [k, v] : reply.headers) res.set(k, v);
+    for (auto& [k, v] : reply.headers) res.insert(k, v);
     res.keep_alive(req.keep_alive());
     res.body() = std::move(reply.body);
     res.prepare_payload();
@@ -761,8 +764,24 @@ struct ApiServer::Impl {
         status_error(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
 
+  // Admission warnings become `Warning: 299 - "<text>"` headers, which kubectl prints.
   Reply resource_call(const Request& req, const ResourceRoute& route, const Query& q, const MediaType& ctype,
                       bool apply) {
+    CallNotes notes;
+    Reply reply = resource_call(req, route, q, ctype, apply, notes);
+    for (const auto& w : notes.warnings) {
+      std::string text;
+      for (char c : w) {
+        if (c == '"' || c == '\\') text += '\\';
+        text += c;
+      }
+      reply.headers.emplace_back("Warning", "299 - \"" + text + "\"");
+    }
+    return reply;
+  }
+
+  Reply resource_call(const Request& req, const ResourceRoute& route, const Query& q, const MediaType& ctype,
+                      bool apply, CallNotes& notes) {
     const ResourceInfo& r = route.info;
     bool collection = route.name.empty();
     // Namespaced resources are listed across namespaces at the cluster path; every other verb
@@ -775,7 +794,7 @@ struct ApiServer::Impl {
         if (route.subresource == "log") return pod_log(route, q);
         if (collection) {
           if (!has_verb(r, "list")) return method_not_allowed();
-          auto l = store.list(r, route.ns, list_request(q));
+          auto l = front.list(r, route.ns, list_request(q));
           if (!l) return error_reply(l.error());
           if (wants_plain_json(req)) return Reply{200, "application/json", std::move(*l), {}};
           auto doc = json::Document::parse(*l);
@@ -783,7 +802,7 @@ struct ApiServer::Impl {
           return render(r, req, q, 200, doc->root());
         }
         if (!has_verb(r, "get")) return method_not_allowed();
-        auto obj = store.get(r, route.ns, route.name, route.subresource);
+        auto obj = front.get(r, route.ns, route.name, route.subresource);
         if (!obj) return error_reply(obj.error());
         return render(r, req, q, 200, obj->root());
       }
@@ -791,7 +810,7 @@ struct ApiServer::Impl {
         if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();
         auto body = body_document(req, ctype);
         if (!body) return error_reply(body.error());
-        auto created = store.create(r, route.ns, std::move(*body), dry_run(q));
+        auto created = front.create(r, route.ns, std::move(*body), dry_run(q), notes);
         if (!created) return error_reply(created.error());
         return render(r, req, q, 201, created->root());
       }
@@ -799,7 +818,8 @@ struct ApiServer::Impl {
         if (collection || !has_verb(r, "update")) return method_not_allowed();
         auto body = body_document(req, ctype);
         if (!body) return error_reply(body.error());
-        auto updated = store.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q));
+        auto updated =
+            front.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q), notes);
         if (!updated) return error_reply(updated.error());
         return render(r, req, q, 200, updated->root());
       }
@@ -830,8 +850,8 @@ struct ApiServer::Impl {
                                           "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
                                           "is required for apply patch"));
         }
-        auto patched = store.patch(r, route.ns, route.name, kind, body, route.subresource, qget(q, "fieldManager"),
-                                   dry_run(q));
+        auto patched = front.patch(r, route.ns, route.name, kind, body, route.subresource, qget(q, "fieldManager"),
+                                   dry_run(q), notes);
         if (!patched) return error_reply(patched.error());
         return render(r, req, q, 200, patched->root());
       }
@@ -841,12 +861,12 @@ struct ApiServer::Impl {
         if (!d) return error_reply(d.error());
         if (collection) {
           if (!has_verb(r, "deletecollection")) return method_not_allowed();
-          auto out = store.remove_collection(r, route.ns, list_request(q), *d);
+          auto out = front.remove_collection(r, route.ns, list_request(q), *d, notes);
           if (!out) return error_reply(out.error());
           return Reply{200, "application/json", std::move(*out), {}};
         }
         if (!has_verb(r, "delete")) return method_not_allowed();
-        auto out = store.remove(r, route.ns, route.name, *d);
+        auto out = front.remove(r, route.ns, route.name, *d, notes);
         if (!out) return error_reply(out.error());
         return render(r, req, q, 200, out->root());
       }
@@ -974,7 +994,7 @@ struct ApiServer::Impl {
     wr.resource_version = qget(q, "resourceVersion");
     wr.allow_bookmarks = qtrue(q, "allowWatchBookmarks");
     wr.send_initial_events = qtrue(q, "sendInitialEvents");
-    auto watcher = store.watch(route.info, route.ns, wr);
+    auto watcher = front.watch(route.info, route.ns, wr);
     if (!watcher) {
       key.code = watcher.error().code;
       metrics.record(std::move(key));

@@ -15,6 +15,7 @@
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
 #include "localcluster/tls.h"
+#include "localcluster/webhooks.h"
 
 namespace unitrain::localcluster {
 
@@ -31,6 +32,8 @@ struct ServerOptions {
   // Watches with allowWatchBookmarks get a BOOKMARK this often (kube-apiserver: about a minute).
   std::chrono::seconds bookmark_interval{60};
   size_t max_log_lines_per_pod = 10000;
+  // How admission and conversion webhooks given as a Service are reached.
+  WebhookOptions webhooks;
 };
 
 class ApiServer {

@@ -50,7 +50,8 @@ Status add_ext(X509* cert, X509* issuer, int nid, const char* value) {
   return {};
 }
 
-Result<Ptr<X509>> new_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* issuer_key) {
+Result<Ptr<X509>> new_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* issuer_key,
+                           const std::string& alt_names) {
   Ptr<X509> cert(X509_new());
   if (!cert) return fail(openssl_error("X509_new"));
   X509_set_version(cert.get(), 2);
@@ -81,7 +82,7 @@ Result<Ptr<X509>> new_cert(EVP_PKEY* key, const char* common_name, X509* issuer,
     if (auto s = add_ext(cert.get(), signer, NID_key_usage, "critical,digitalSignature,keyEncipherment"); !s)
       return fail(s.error());
     if (auto s = add_ext(cert.get(), signer, NID_ext_key_usage, "serverAuth"); !s) return fail(s.error());
-    if (auto s = add_ext(cert.get(), signer, NID_subject_alt_name, "IP:127.0.0.1,IP:::1,DNS:localhost"); !s)
+    if (auto s = add_ext(cert.get(), signer, NID_subject_alt_name, alt_names.c_str()); !s)
       return fail(s.error());
     if (auto s = add_ext(cert.get(), signer, NID_authority_key_identifier, "keyid:always"); !s)
       return fail(s.error());
@@ -117,13 +118,15 @@ Status write_private(const std::filesystem::path& p, const std::string& data) {
 
 }  // namespace
 
-Result<TlsMaterial> make_self_signed_tls() {
+Result<TlsMaterial> make_self_signed_tls() { return make_self_signed_tls("IP:127.0.0.1,IP:::1,DNS:localhost"); }
+
+Result<TlsMaterial> make_self_signed_tls(std::string_view subject_alt_names) {
   Ptr<EVP_PKEY> ca_key(EVP_EC_gen("P-256"));
   Ptr<EVP_PKEY> server_key(EVP_EC_gen("P-256"));
   if (!ca_key || !server_key) return fail(openssl_error("EVP_EC_gen P-256"));
-  auto ca = new_cert(ca_key.get(), "unitrain-localcluster-ca", nullptr, nullptr);
+  auto ca = new_cert(ca_key.get(), "unitrain-localcluster-ca", nullptr, nullptr, {});
   if (!ca) return fail(ca.error());
-  auto server = new_cert(server_key.get(), "localhost", ca->get(), ca_key.get());
+  auto server = new_cert(server_key.get(), "localhost", ca->get(), ca_key.get(), std::string(subject_alt_names));
   if (!server) return fail(server.error());
   TlsMaterial m;
   auto ca_pem = cert_pem(ca->get());

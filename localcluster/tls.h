@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/base/result.h"
 
@@ -17,6 +18,9 @@ struct TlsMaterial {
 
 // A fresh P-256 CA and server certificate (valid one year from now).
 Result<TlsMaterial> make_self_signed_tls();
+// The same for other names, in OpenSSL's subjectAltName syntax ("DNS:hook.ns.svc,IP:127.0.0.1"):
+// serving material for test webhook servers.
+Result<TlsMaterial> make_self_signed_tls(std::string_view subject_alt_names);
 
 // With a state directory, the material is kept in ca.crt / server.crt / server.key there and
 // reused on restart, so a kubeconfig written earlier keeps working.

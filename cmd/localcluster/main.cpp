@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
     std::string state_dir;
     std::string log_level = "info";
     int threads = 2;
+    std::vector<std::string> service_endpoints;
     app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")->capture_default_str();
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
     app.add_option("--state-dir", state_dir, "persist objects here so they survive restarts");
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+    app.add_option("--service-endpoint", service_endpoints,
+                   "NAMESPACE/NAME[:PORT]=HOST:PORT: reach webhooks of that Service at HOST:PORT (repeatable)");
     CLI11_PARSE(app, argc, argv);
 
     auto logger = spdlog::stderr_color_mt("localcluster");
@@ -61,6 +66,12 @@ int main(int argc, char** argv) {
     if (!token.empty()) options.token = token;
     if (!state_dir.empty()) options.state_dir = state_dir;
     if (!kubeconfig_out.empty()) options.kubeconfig_out = kubeconfig_out;
+    for (const auto& e : service_endpoints) {
+      if (auto st = unitrain::localcluster::add_service_endpoint(options.webhooks, e); !st) {
+        std::fprintf(stderr, "localcluster: %s\n", st.error().message.c_str());
+        return 2;
+      }
+    }
     unitrain::localcluster::LocalCluster cluster(options);
     if (auto s = cluster.start(); !s) {
       spdlog::error("{}", s.error().message);
