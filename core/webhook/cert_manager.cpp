@@ -66,10 +66,7 @@ Result<CertBundle> CertManager::ensure(SystemTime now) {
     if (!current && !current.error().is(kube::ApiError::Reason::NotFound))
       return fail(fmt::format("reading Secret {}/{}: {}", o.secret_namespace, o.secret_name, current.error().to_string()));
     if (current) {
-      if (auto b = bundle_of(current->root()); b && check_certs(*b, o.cert, now, o.lookahead)) {
-        if (auto s = inject_ca(b->ca_cert); !s) return fail(std::move(s.error()));
-        return *b;
-      }
+      if (auto b = bundle_of(current->root()); b && check_certs(*b, o.cert, now, o.lookahead)) return *b;
     }
     auto fresh = generate_certs(o.cert, now);
     if (!fresh) return fail(std::move(fresh.error()));
@@ -97,7 +94,6 @@ Result<CertBundle> CertManager::ensure(SystemTime now) {
         continue;
       return fail(fmt::format("writing Secret {}/{}: {}", o.secret_namespace, o.secret_name, written.error().to_string()));
     }
-    if (auto s = inject_ca(fresh->ca_cert); !s) return fail(std::move(s.error()));
     return *fresh;
   }
   return fail(fmt::format("Secret {}/{} kept changing while writing certificates", o.secret_namespace, o.secret_name));

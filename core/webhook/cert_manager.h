@@ -35,11 +35,12 @@ class CertManager {
 
   // Reads the Secret; when it is missing or its certificates cannot serve past now + lookahead,
   // generates new ones and writes them (another replica's concurrent write wins: on a conflict
-  // the Secret is read again). Then makes every caBundle match. Returns the certificates to serve.
+  // the Secret is read again). Returns the certificates to serve.
   Result<CertBundle> ensure(SystemTime now);
 
   // Sets caBundle to `ca_cert` in the configured webhook configurations and CRDs; objects that do
-  // not exist are skipped, objects already right are not written.
+  // not exist are skipped, objects already right are not written. Separate from ensure(): a
+  // replica that may not patch them (RBAC) still serves with the certificates of the Secret.
   Status inject_ca(const std::string& ca_cert);
 
   const CertManagerOptions& options() const { return options_; }

@@ -176,7 +176,18 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
 
   framework::Validation v;
   if (operation != "DELETE" && object != nullptr) {
-    v = route.plugin->validate(operation == "UPDATE" ? old_object : nullptr, *object);
+    if (d.validates_defaulted) {
+      json::Document defaulted = json::Document::copy_of(*object);
+      route.plugin->set_defaults(defaulted);
+      std::optional<json::Document> old_defaulted;
+      if (operation == "UPDATE" && old_object != nullptr) {
+        old_defaulted = json::Document::copy_of(*old_object);
+        route.plugin->set_defaults(*old_defaulted);
+      }
+      v = route.plugin->validate(old_defaulted ? &old_defaulted->root() : nullptr, defaulted.root());
+    } else {
+      v = route.plugin->validate(operation == "UPDATE" ? old_object : nullptr, *object);
+    }
     // The owner of a job never changes, whatever the framework checks itself.
     if (operation == "UPDATE" && old_object != nullptr) {
       const Value* now = json::find(*object, "/spec/runPolicy/managedBy");

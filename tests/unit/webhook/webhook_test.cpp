@@ -171,6 +171,7 @@ TEST_CASE("cert manager: creates the Secret, reuses it, rotates it before expiry
 
   auto first = manager.ensure(kNow);
   REQUIRE(first);
+  REQUIRE(manager.inject_ca(first->ca_cert));
   auto secret = client.get(secrets, "kubeflow", "training-operator-webhook-cert");
   REQUIRE(secret);
   CHECK(kube::base64_decode(*json::get_string(secret->root(), "/data/tls.crt")) == first->cert);
@@ -189,12 +190,14 @@ TEST_CASE("cert manager: creates the Secret, reuses it, rotates it before expiry
   webhook::CertManager restarted(client, o);
   auto again = restarted.ensure(kNow + 50h);
   REQUIRE(again);
+  REQUIRE(restarted.inject_ca(again->ca_cert));
   CHECK(*again == *first);
   CHECK(client.write_count() == 0);
 
   // Inside the lookahead the certificates are replaced and every caBundle follows.
   auto rotated = restarted.ensure(kNow + 80h);
   REQUIRE(rotated);
+  REQUIRE(restarted.inject_ca(rotated->ca_cert));
   CHECK_FALSE(rotated->ca_cert == first->ca_cert);
   CHECK(webhook::check_certs(*rotated, o.cert, kNow + 80h, o.lookahead));
   auto stored = client.get(secrets, "kubeflow", "training-operator-webhook-cert");
@@ -323,6 +326,25 @@ TEST_CASE("admission: with one module per kind no managedBy is filled; defaults 
   REQUIRE(json::apply_json_patch(job, parse(*patch).root()));
   CHECK(job.dump() == expected.dump());
   CHECK_FALSE(job.dump() == parse(kGoodPyTorch).dump());
+}
+
+TEST_CASE("admission: a module whose reference validates the defaulted job gets it defaulted") {
+  Fixture f;
+  webhook::Handler h(f.plugins, f.registry);
+  // mpi-operator fills restartPolicy before validating; a job that leaves it out is valid.
+  constexpr std::string_view v2 =
+      R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"pi"},"spec":{"mpiReplicaSpecs":{)"
+      R"("Launcher":{"replicas":1,"template":{"spec":{"containers":[{"name":"l","image":"x"}]}}},)"
+      R"("Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"w","image":"x"}]}}}}}})";
+  auto doc = parse(h.handle("/validate-kubeflow-org-v2beta1-mpijob", review("CREATE", v2)).body);
+  CHECK(json::get_bool(doc.root(), "/response/allowed") == true);
+  constexpr std::string_view two_launchers =
+      R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"pi"},"spec":{"mpiReplicaSpecs":{)"
+      R"("Launcher":{"replicas":2,"template":{"spec":{"containers":[{"name":"l","image":"x"}]}}}}}})";
+  doc = parse(h.handle("/validate-kubeflow-org-v2beta1-mpijob", review("CREATE", two_launchers)).body);
+  CHECK(json::get_bool(doc.root(), "/response/allowed") == false);
+  CHECK(json::dump(*json::find(doc.root(), "/response/status/details/causes/0")) ==
+        R"({"reason":"FieldValueInvalid","message":"Invalid value: 2: must be 1","field":"spec.mpiReplicaSpecs[Launcher].replicas"})");
 }
 
 TEST_CASE("admission: malformed reviews and unknown paths") {
