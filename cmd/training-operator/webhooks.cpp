@@ -63,10 +63,18 @@ void OperatorWebhooks::run() {
       spdlog::error("webhook certificates: {}", bundle.error().message);
       wait = std::chrono::seconds(2);
     } else {
+      std::string previous_ca;
       bool changed = false;
       {
         std::lock_guard lock(mu_);
         changed = !(current_ == *bundle);
+        if (changed) previous_ca = current_.ca_cert;
+      }
+      // While the served certificate changes, the API server trusts both CAs, so no call fails
+      // between the caBundle update and the swap; the next check drops the old CA.
+      if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
+        spdlog::error("webhook caBundle: {}", s.error().message);
+        wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
       }
       if (changed) {
         if (auto s = server_->set_certificate(bundle->cert, bundle->key); !s) {
