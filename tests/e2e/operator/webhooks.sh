@@ -33,8 +33,9 @@ k get secret -n kubeflow training-operator-webhook-cert -o jsonpath='{.data.ca\.
   || fail "the Secret's ca.crt differs from the configuration's caBundle"
 url=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org -o jsonpath='{.webhooks[0].clientConfig.url}')
 [[ $url == "https://127.0.0.1:$port/validate-kubeflow-org-v1-pytorchjob" ]] || fail "webhook url is '$url'"
-k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org -o jsonpath='{.webhooks[*].matchPolicy}' \
-  | grep -qx 'Exact Exact' || fail "mutating webhooks are not matchPolicy Exact"
+policies=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org \
+           -o jsonpath='{.webhooks[*].matchPolicy}' | tr ' ' '\n' | sort -u)
+[[ $policies == Exact ]] || fail "mutating webhooks have matchPolicy '$policies', not only Exact"
 
 review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
 call() { curl -sS --max-time 5 --cacert "$1" "https://127.0.0.1:$port$2" -H 'Content-Type: application/json' -d "$3"; }
