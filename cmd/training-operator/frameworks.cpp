@@ -1,5 +1,6 @@
 #include "cmd/training-operator/frameworks.h"
 
+#include "frameworks/mpi/conversion/conversion.h"
 #include "frameworks/mpi/v1/register.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/mxnet/register.h"
@@ -18,7 +19,9 @@ Status register_frameworks(framework::Registry& registry) {
                    &frameworks::mpi::v1::register_mpi_v1}) {
     if (auto s = reg(registry); !s) return s;
   }
-  return {};
+  // Served by /convert whenever an MPIJob module is enabled; the CRD uses it only when it serves
+  // both versions.
+  return frameworks::mpi::conversion::register_mpi_conversion(registry);
 }
 
 }  // namespace unitrain::operator_cmd

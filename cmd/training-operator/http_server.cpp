@@ -1,10 +1,13 @@
 #include "cmd/training-operator/http_server.h"
 
 #include <charconv>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 namespace unitrain::operator_cmd {
@@ -12,6 +15,7 @@ namespace unitrain::operator_cmd {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 Result<std::pair<std::string, uint16_t>> parse_bind_address(std::string_view flag, std::string_view address) {
@@ -30,49 +34,69 @@ Result<std::pair<std::string, uint16_t>> parse_bind_address(std::string_view fla
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+// One request per connection: the probes, Prometheus and the API server's webhook client all
+// cope with "Connection: close".
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const HttpHandler& handler) : stream_(std::move(socket)), handler_(handler) {}
+  Session(Stream stream, const HttpRequestHandler& handler, std::shared_ptr<ssl::context> keep)
+      : stream_(std::move(stream)), handler_(handler), context_(std::move(keep)) {}
 
   void run() {
-    stream_.expires_after(std::chrono::seconds(10));
-    bhttp::async_read(stream_, buffer_, request_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      read();
+    } else {
+      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (!ec) self->read();
+      });
+    }
   }
 
  private:
+  void read() {
+    parser_.body_limit(8 * 1024 * 1024);
+    bhttp::async_read(stream_, buffer_, parser_,
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
   void on_read(beast::error_code ec) {
     if (ec) return;
-    HttpReply reply;
-    if (request_.method() != bhttp::verb::get && request_.method() != bhttp::verb::head) {
-      reply = HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};
-    } else {
-      std::string_view target = request_.target();
-      reply = handler_(target.substr(0, target.find('?')));
-    }
-    response_.version(request_.version());
+    const auto& request = parser_.get();
+    std::string_view target = request.target();
+    const HttpRequest r{request.method_string(), target.substr(0, target.find('?')), request.body()};
+    HttpReply reply = handler_(r);
+    response_.version(request.version());
     response_.result(static_cast<unsigned>(reply.status));
     response_.set(bhttp::field::content_type, reply.content_type);
     response_.keep_alive(false);
     response_.body() = std::move(reply.body);
     response_.prepare_payload();
-    bhttp::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
+    bhttp::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code, size_t) {
       beast::error_code ignored;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      } else {
+        self->stream_.async_shutdown([self](beast::error_code) {});
+      }
     });
   }
 
-  beast::tcp_stream stream_;
-  const HttpHandler& handler_;
+  Stream stream_;
+  const HttpRequestHandler& handler_;
+  std::shared_ptr<ssl::context> context_;  // outlives the stream that refers to it
   beast::flat_buffer buffer_;
-  bhttp::request<bhttp::string_body> request_;
+  bhttp::request_parser<bhttp::string_body> parser_;
   bhttp::response<bhttp::string_body> response_;
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
-  HttpHandler handler;
+  HttpRequestHandler handler;
+  bool tls = false;
+  std::mutex mu;
+  std::shared_ptr<ssl::context> context;  // null until a certificate is set
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -81,7 +105,20 @@ struct HttpServer::Impl {
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(socket), handler)->run();
+      if (!ec && !tls) {
+        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), handler, nullptr)->run();
+      } else if (!ec) {
+        std::shared_ptr<ssl::context> current;
+        {
+          std::lock_guard lock(mu);
+          current = context;
+        }
+        if (current) {
+          using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+          std::make_shared<Session<TlsStream>>(TlsStream(beast::tcp_stream(std::move(socket)), *current), handler,
+                                               current)->run();
+        }
+      }
       accept();
     });
   }
@@ -89,8 +126,10 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& host, uint16_t port, HttpHandler handler) {
-  auto impl = std::make_unique<Impl>();
+namespace {
+
+Result<std::unique_ptr<HttpServer::Impl>> listen(const std::string& host, uint16_t port, HttpRequestHandler handler) {
+  auto impl = std::make_unique<HttpServer::Impl>();
   impl->handler = std::move(handler);
   beast::error_code ec;
   auto address = host.empty() ? asio::ip::address(asio::ip::address_v4::any()) : asio::ip::make_address(host, ec);
@@ -102,10 +141,48 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& host, u
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(fmt::format("listen on {}:{}: {}", host.empty() ? "*" : host, port, ec.message()));
   impl->port = impl->acceptor.local_endpoint().port();
-  impl->accept();
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->io.run(); });
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  return impl;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& host, uint16_t port, HttpHandler handler) {
+  auto get_only = [handler = std::move(handler)](const HttpRequest& r) -> HttpReply {
+    if (r.method != "GET" && r.method != "HEAD") return HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};
+    return handler(r.path);
+  };
+  auto impl = listen(host, port, std::move(get_only));
+  if (!impl) return fail(std::move(impl.error()));
+  Impl* raw = impl->get();
+  raw->accept();
+  raw->thread = std::thread([raw] { raw->io.run(); });
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(*impl)));
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start_tls(const std::string& host, uint16_t port,
+                                                          HttpRequestHandler handler) {
+  auto impl = listen(host, port, std::move(handler));
+  if (!impl) return fail(std::move(impl.error()));
+  Impl* raw = impl->get();
+  raw->tls = true;
+  raw->accept();
+  raw->thread = std::thread([raw] { raw->io.run(); });
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(*impl)));
+}
+
+Status HttpServer::set_certificate(const std::string& cert_pem, const std::string& key_pem) {
+  if (!impl_->tls) return fail("set_certificate: this server does not serve HTTPS");
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                       ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  beast::error_code ec;
+  context->use_certificate_chain(asio::buffer(cert_pem), ec);
+  if (ec) return fail(fmt::format("serving certificate: {}", ec.message()));
+  context->use_private_key(asio::buffer(key_pem), ssl::context::pem, ec);
+  if (ec) return fail(fmt::format("serving key: {}", ec.message()));
+  std::lock_guard lock(impl_->mu);
+  impl_->context = std::move(context);
+  return {};
 }
 
 HttpServer::~HttpServer() { stop(); }

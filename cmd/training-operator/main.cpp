@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -28,6 +29,7 @@
 #include "cmd/training-operator/logging.h"
 #include "cmd/training-operator/operator_metrics.h"
 #include "core/api/labels.h"
+#include "cmd/training-operator/webhooks.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/registry.h"
 #include "core/gang/gang.h"
@@ -72,7 +74,29 @@ struct Flags {
   std::string crd_dir;
   std::string kubeconfig_out;
   std::map<std::string, std::string> framework_options;
+  bool enable_webhooks = true;
+  int webhook_server_port = 9443;
+  bool webhook_port_given = false;
+  std::string webhook_service_name = "training-operator";
+  std::string webhook_namespace = "kubeflow";
+  std::string webhook_secret_name = "training-operator-webhook-cert";
+  std::string webhook_cert_validity = "87600h";
+  bool webhook_persist_defaults = false;
 };
+
+// Go durations as the flags take them: a number and a unit, h, m or s ("87600h", "90s").
+std::optional<std::chrono::seconds> parse_duration(const std::string& v) {
+  if (v.size() < 2) return std::nullopt;
+  const char unit = v.back();
+  const std::string digits = v.substr(0, v.size() - 1);
+  if (!std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 9) return std::nullopt;
+  const long n = std::stol(digits);
+  if (n <= 0) return std::nullopt;
+  if (unit == 'h') return std::chrono::hours(n);
+  if (unit == 'm') return std::chrono::minutes(n);
+  if (unit == 's') return std::chrono::seconds(n);
+  return std::nullopt;
+}
 
 // EventSink over core/kube's recorder: the controller stays independent of how events are written.
 class RecorderSink final : public controller::EventSink {
@@ -126,40 +150,78 @@ std::string find_crd_dir(const std::string& flag) {
   return {};
 }
 
+const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+
+// One CRD per (group, plural) of the enabled modules. A version-specific file
+// "<group>_<plural>_<version>.yaml" is preferred when one module serves the CRD; otherwise
+// "<group>_<plural>.yaml" is trimmed to the enabled modules' versions. Serving two versions
+// needs the conversion webhook: `convert_url` ("https://127.0.0.1:PORT/convert") and `ca_cert`.
 Status install_crds(kube::Client& client, const std::string& dir,
-                    const std::vector<const framework::Registration*>& enabled) {
-  const kube::GroupVersionResource crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
-  std::set<std::string> done;
+                    const std::vector<const framework::Registration*>& enabled, const std::string& convert_url,
+                    const std::string& ca_cert) {
+  std::vector<std::pair<std::string, std::vector<const framework::Registration*>>> crds;  // by "<plural>.<group>"
   for (const auto* reg : enabled) {
-    const auto& d = reg->descriptor;
-    // A kind served by several modules has a single-version CRD file per version, used when only
-    // that version is enabled; with several enabled, {group}_{plural}.yaml serves them all.
-    const auto shared = std::count_if(enabled.begin(), enabled.end(), [&](const framework::Registration* other) {
-      return other->descriptor.group == d.group && other->descriptor.plural == d.plural;
-    });
-    auto path = fs::path(dir) / fmt::format("{}_{}_{}.yaml", d.group, d.plural, d.version);
-    if (std::error_code ec; shared > 1 || !fs::exists(path, ec)) path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
-    if (!done.insert(path.string()).second) continue;
+    const std::string name = reg->descriptor.plural + "." + reg->descriptor.group;
+    auto it = std::find_if(crds.begin(), crds.end(), [&](const auto& c) { return c.first == name; });
+    if (it == crds.end()) crds.push_back({name, {reg}});
+    else it->second.push_back(reg);
+  }
+  for (const auto& [crd_name, regs] : crds) {
+    const auto& d = regs.front()->descriptor;
+    auto path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
+    if (auto versioned = fs::path(dir) / fmt::format("{}_{}_{}.yaml", d.group, d.plural, d.version);
+        regs.size() == 1 && fs::exists(versioned))
+      path = versioned;
     std::ifstream in(path);
     if (!in) return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
     std::stringstream text;
     text << in.rdbuf();
     auto docs = json::parse_yaml(text.str());
     if (!docs) return fail(fmt::format("{}: {}", path.string(), docs.error().message));
-    for (const auto& doc : *docs) {
-      auto created = client.create(crds, "", doc.root());
+    for (auto& doc : *docs) {
+      if (json::Value* versions = json::find(doc.root(), "/spec/versions"); versions != nullptr && versions->IsArray()) {
+        // Only the enabled modules' versions are served; one of them is the storage version.
+        json::Value kept(rapidjson::kArrayType);
+        bool storage = false;
+        for (auto& v : versions->GetArray()) {
+          auto name = json::get_string(v, "/name");
+          const bool on = name && std::any_of(regs.begin(), regs.end(), [&](const auto* r) { return r->descriptor.version == *name; });
+          if (!on) continue;
+          storage |= json::get_bool(v, "/storage").value_or(false);
+          kept.PushBack(json::Value(v, doc.alloc()), doc.alloc());
+        }
+        if (kept.Empty()) return fail(fmt::format("{}: serves no version of {}", path.string(), d.name));
+        if (!storage) kept[0]["storage"].SetBool(true);
+        const bool several = kept.Size() > 1;
+        *versions = std::move(kept);
+        if (several) {
+          if (convert_url.empty())
+            return fail(fmt::format("{} serves {} versions and needs the conversion webhook; do not disable webhooks",
+                                    crd_name, regs.size()));
+          auto conversion = json::Document::parse(fmt::format(
+              R"({{"strategy":"Webhook","webhook":{{"conversionReviewVersions":["v1"],"clientConfig":{{"url":"{}","caBundle":"{}"}}}}}})",
+              convert_url, webhook::base64_encode(ca_cert)));
+          if (auto s = json::set(doc, "/spec/conversion", json::Value(conversion->root(), doc.alloc())); !s) return s;
+        } else {
+          json::remove(doc, "/spec/conversion");
+        }
+      }
+      auto created = client.create(kCrds, "", doc.root());
       if (!created && !created.error().is(kube::ApiError::Reason::AlreadyExists))
         return fail(fmt::format("installing {}: {}", path.string(), created.error().to_string()));
     }
     // The CRD serves once established; the controllers' first list must not race it.
-    for (int i = 0;; ++i) {
-      kube::ListOptions one;
-      one.limit = 1;
-      if (client.list(d.resource(), "", one)) break;
-      if (i == 100) return fail(fmt::format("{} is not served 10 s after installing {}", d.plural, path.string()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto* reg : regs) {
+      for (int i = 0;; ++i) {
+        kube::ListOptions one;
+        one.limit = 1;
+        if (client.list(reg->descriptor.resource(), "", one)) break;
+        if (i == 100)
+          return fail(fmt::format("{} is not served 10 s after installing {}", reg->descriptor.name, path.string()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
-    spdlog::info("installed CRD {} from {}", d.plural, path.string());
+    spdlog::info("installed CRD {} from {}", crd_name, path.string());
   }
   return {};
 }
@@ -251,13 +313,86 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   CountingClient election_client(**election_rest_client);
   kube::RealClock clock;
 
+  // --- webhooks: every replica serves them
+  framework::EnablementOptions enablement;
+  enablement.default_version["mpijob"] = f.mpi_default_version;
+  std::unique_ptr<operator_cmd::OperatorWebhooks> webhooks;
+  std::string convert_url;
+  if (f.enable_webhooks) {
+    operator_cmd::WebhookOptions wo;
+    wo.port = static_cast<uint16_t>(f.webhook_server_port);
+    auto validity = parse_duration(f.webhook_cert_validity);
+    wo.certs.cert.service_name = f.webhook_service_name;
+    wo.certs.cert.service_namespace = f.webhook_namespace;
+    wo.certs.cert.validity = *validity;
+    wo.certs.secret_namespace = f.webhook_namespace;
+    wo.certs.secret_name = f.webhook_secret_name;
+    wo.certs.lookahead = webhook::default_lookahead(*validity);
+    wo.certs.validating_configurations = {std::string(webhook::kValidatingConfigurationName)};
+    wo.certs.mutating_configurations = {std::string(webhook::kMutatingConfigurationName)};
+    wo.handler.persist_defaults = f.webhook_persist_defaults;
+    if (cluster) {
+      // The local API server calls the operator on this host: a url, so no Service is needed.
+      wo.host = "127.0.0.1";
+      if (!f.webhook_port_given) wo.port = 0;
+      wo.certs.cert.ip_addresses = {"127.0.0.1"};
+      auto ns = json::Document::parse(fmt::format(R"({{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{}"}}}})",
+                                                  f.webhook_namespace));
+      auto created = client.create({"", "v1", "namespaces"}, "", ns->root());
+      if (!created && !created.error().is(kube::ApiError::Reason::AlreadyExists)) {
+        spdlog::error("namespace {} for the webhook Secret: {}", f.webhook_namespace, created.error().to_string());
+        return 1;
+      }
+    }
+    std::vector<std::unique_ptr<framework::FrameworkPlugin>> plugins;
+    for (const auto* reg : enabled) {
+      framework::PluginConfig pc;
+      for (const auto& o : reg->options) pc.options[o.name] = f.framework_options[o.name];
+      auto plugin = registry.instantiate(reg->descriptor.name, std::move(pc));
+      if (!plugin) {
+        spdlog::error("{}: {}", reg->descriptor.name, plugin.error().message);
+        return 1;
+      }
+      plugins.push_back(std::move(*plugin));
+    }
+    {
+      // Which CRDs get the caBundle follows from the handler's conversions.
+      std::vector<const framework::FrameworkPlugin*> raw;
+      for (const auto& p : plugins) raw.push_back(p.get());
+      wo.certs.crds = webhook::Handler(raw, registry).conversion_crds();
+    }
+    auto started = operator_cmd::OperatorWebhooks::start(client, std::move(plugins), registry, wo);
+    if (!started) {
+      spdlog::error("{}", started.error().message);
+      return 1;
+    }
+    webhooks = std::move(*started);
+    spdlog::info("--webhook-server-port serving HTTPS on port {}", webhooks->port());
+    if (cluster) {
+      if (!webhooks->wait_ready(std::chrono::seconds(30))) {
+        spdlog::error("webhook certificates are not ready after 30 s");
+        return 1;
+      }
+      const std::string url = fmt::format("https://127.0.0.1:{}", webhooks->port());
+      convert_url = url + std::string(webhook::kConvertPath);
+      if (auto s = operator_cmd::register_webhook_configurations(client, webhooks->handler(), url, webhooks->ca_cert());
+          !s) {
+        // A cluster without admission webhooks still runs jobs: --mpi-default-version routes them.
+        spdlog::warn("webhook configurations not registered: {}", s.error().message);
+      } else {
+        spdlog::info("registered webhook configurations {} and {} at {}", webhook::kValidatingConfigurationName,
+                     webhook::kMutatingConfigurationName, url);
+      }
+    }
+  }
+
   if (cluster) {
     auto dir = find_crd_dir(f.crd_dir);
     if (dir.empty()) {
       spdlog::error("--crd-dir: no manifests/crds directory found next to {}; pass --crd-dir", executable_dir());
       return 1;
     }
-    if (auto s = install_crds(client, dir, enabled); !s) {
+    if (auto s = install_crds(client, dir, enabled, convert_url, webhooks ? webhooks->ca_cert() : std::string()); !s) {
       spdlog::error("{}", s.error().message);
       return 1;
     }
@@ -288,6 +423,7 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
     jo.namespaces = f.namespaces;
     jo.workers = f.controller_threads;
     jo.gang = gang;
+    jo.owns_unset_managed_by = registry.owns_unset_managed_by(reg->descriptor.name, enabled_names, enablement);
     controllers.push_back(std::make_unique<controller::JobController>(client, clock, *sinks.back(),
                                                                       std::move(*plugin), jo));
   }
@@ -308,6 +444,8 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   auto handler = [&](std::string_view path) -> HttpReply {
     if (path == "/healthz" || path == "/livez") return {200, "text/plain; charset=utf-8", "ok\n"};
     if (path == "/readyz") {
+      if (webhooks && !webhooks->certificates_ready())
+        return {503, "text/plain; charset=utf-8", "certificates are not ready\n"};
       // Every replica runs the informers (controller-runtime's caches are not leader-gated), so a
       // follower is ready exactly when a leader would be: once every cache has synced.
       for (const auto& c : controllers) {
@@ -402,6 +540,7 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
   for (auto& r : recorders) r->stop();
   if (elector) elector->stop();  // releases the lease so a successor takes over at once
   servers.clear();
+  webhooks.reset();
   cluster_controllers.reset();
   if (cluster) cluster->stop();
   spdlog::info("stopped in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -460,7 +599,9 @@ int main(int argc, char** argv) {
     app.add_option("--log-format", f.log_format, "Log format: json or text")
         ->capture_default_str()->check(CLI::IsMember({"json", "text"}));
     app.add_option("--mpi-default-version", f.mpi_default_version,
-                   "MPIJob version the bare kind 'MPIJob' means in --enable-scheme: v2beta1 or v1")
+                   "MPIJob version the bare kind 'MPIJob' means in --enable-scheme, and, with both MPIJob "
+                   "versions enabled, the one whose controller takes jobs without spec.runPolicy.managedBy: "
+                   "v2beta1 or v1")
         ->capture_default_str()->check(CLI::IsMember({"v2beta1", "v1"}));
     auto* embedded = app.add_option("--embedded-cluster", f.embedded_cluster,
                                     "Start a local cluster in-process (optionally on ADDR, host:port), install "
@@ -470,6 +611,29 @@ int main(int argc, char** argv) {
                                            "(default: <bin>/../../manifests/crds)");
     app.add_option("--kubeconfig-out", f.kubeconfig_out,
                    "Where --embedded-cluster writes its kubeconfig (default: $TMPDIR/unitrain-operator-<pid>/kubeconfig)");
+    app.add_flag("!--disable-webhooks", f.enable_webhooks,
+                 "Do not serve admission and conversion webhooks (no certificates, no Secret)");
+    auto* webhook_port = app.add_option("--webhook-server-port", f.webhook_server_port,
+                                        "HTTPS port of the webhook server (with --embedded-cluster: on 127.0.0.1, "
+                                        "a free port unless given)")
+                             ->capture_default_str()->check(CLI::Range(0, 65535));
+    if (const char* ns = std::getenv("MY_POD_NAMESPACE"); ns && *ns) f.webhook_namespace = ns;
+    app.add_option("--webhook-service-name", f.webhook_service_name,
+                   "Service in front of the webhook server; the certificate names <name>.<namespace>.svc")
+        ->capture_default_str();
+    app.add_option("--webhook-namespace", f.webhook_namespace,
+                   "Namespace of that Service and of the certificate Secret (default: $MY_POD_NAMESPACE, else kubeflow)")
+        ->capture_default_str();
+    app.add_option("--webhook-secret-name", f.webhook_secret_name, "Secret holding the webhook CA and certificate")
+        ->capture_default_str();
+    app.add_option("--webhook-cert-validity", f.webhook_cert_validity,
+                   "Validity of generated webhook certificates (e.g. 87600h, 30m, 90s); they are replaced when a "
+                   "quarter of it (at most 90 days) remains")
+        ->capture_default_str()
+        ->check(CLI::Validator([](std::string& v) { return parse_duration(v) ? std::string() : "must be a positive number of h, m or s, not \"" + v + "\""; }, "DURATION", "duration"));
+    app.add_flag("--webhook-persist-defaults", f.webhook_persist_defaults,
+                 "Have the defaulting webhooks write each framework's defaults into new jobs (the reference "
+                 "operators apply them in memory only)");
     for (const auto& reg : registry.all()) {
       for (const auto& o : reg.options) {
         f.framework_options[o.name] = o.default_value;
@@ -489,6 +653,7 @@ int main(int argc, char** argv) {
       return kUsageError;
     }
     f.embedded = embedded->count() > 0;
+    f.webhook_port_given = webhook_port->count() > 0;
 
     framework::EnablementOptions eo;
     eo.default_version["mpijob"] = f.mpi_default_version;

@@ -628,7 +628,7 @@ struct JobController::Pass {
     // managedBy: another controller's job gets no writes at all.
     if (auto managed = json::get_string(raw(), "/spec/runPolicy/managedBy")) {
       if (std::find(d.managed_by.begin(), d.managed_by.end(), *managed) == d.managed_by.end()) return result;
-    } else if (!d.owns_unset_managed_by) {
+    } else if (!c.options_.owns_unset_managed_by.value_or(d.owns_unset_managed_by)) {
       return result;
     }
     if (terminating(raw())) return result;

@@ -46,6 +46,9 @@ struct JobControllerOptions {
   int workers = 1;
   int max_parallel_writes = 8;         // pods/services of one job created concurrently
   std::shared_ptr<const gang::Backend> gang;  // null: no gang scheduling
+  // Overrides descriptor.owns_unset_managed_by: where two modules serve one kind, only the one
+  // the operator names (framework::Registry::owns_unset_managed_by) takes jobs without managedBy.
+  std::optional<bool> owns_unset_managed_by;
 };
 
 class WritePool;

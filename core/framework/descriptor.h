@@ -57,6 +57,9 @@ struct FrameworkDescriptor {
   bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
   bool delete_services_with_pods = true; // training-operator deletes a same-named Service per pod
   bool enforces_run_limits = true;       // mpi-operator v2 hands backoffLimit and the deadline to its launcher Job
+  // mpi-operator validates the defaulted job (SetDefaults, then ValidateMPIJob); training-operator's
+  // webhooks validate the raw object. The admission webhook follows the module's reference.
+  bool validates_defaulted = false;
 
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }

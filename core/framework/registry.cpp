@@ -163,4 +163,36 @@ Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view 
   return plugin;
 }
 
+Status Registry::add_conversion(ConversionRegistration registration) {
+  if (registration.convert == nullptr)
+    return fail(fmt::format("conversion for {}.{}: no convert function", registration.kind, registration.group));
+  if (find_conversion(registration.group, registration.kind) != nullptr)
+    return fail(fmt::format("conversion for {}.{} is already registered", registration.kind, registration.group));
+  conversions_.push_back(std::move(registration));
+  return {};
+}
+
+const ConversionRegistration* Registry::find_conversion(std::string_view group, std::string_view kind) const {
+  for (const auto& c : conversions_)
+    if (c.group == group && c.kind == kind) return &c;
+  return nullptr;
+}
+
+bool Registry::owns_unset_managed_by(std::string_view name, const std::vector<std::string>& enabled,
+                                     const EnablementOptions& options) const {
+  const Registration* self = find(name);
+  if (self == nullptr) return false;
+  const auto& d = self->descriptor;
+  bool shared = false;
+  for (const auto& other_name : enabled) {
+    const Registration* other = find(other_name);
+    if (other != nullptr && other != self && other->descriptor.group == d.group && other->descriptor.kind == d.kind)
+      shared = true;
+  }
+  if (!shared) return d.owns_unset_managed_by;
+  if (auto it = options.default_version.find(lower(d.kind)); it != options.default_version.end())
+    return it->second == d.version;
+  return d.kind_alias_default;
+}
+
 }  // namespace unitrain::framework

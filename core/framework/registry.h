@@ -34,6 +34,20 @@ Registration registration_of(std::vector<OptionSpec> options = {}) {
   return r;
 }
 
+// Converts one object of a kind several API versions serve (a CRD with conversion strategy
+// Webhook) to `to_api_version` ("group/version"). Pure; the error says why it cannot.
+using ConvertFunction = Result<json::Document> (*)(const json::Value& object, std::string_view to_api_version);
+
+// A kind served in several versions by one CRD, and how to convert between them. Registered
+// separately from the frameworks: the conversion is needed whichever of the versions' modules run.
+struct ConversionRegistration {
+  std::string group;                  // "kubeflow.org"
+  std::string kind;                   // the kind in every version
+  std::string plural;                 // the CRD is "<plural>.<group>"
+  std::vector<std::string> versions;  // the versions `convert` handles
+  ConvertFunction convert = nullptr;
+};
+
 struct EnablementOptions {
   // For a kind served by several modules, the version its bare name means, by lower-case kind:
   // {"mpijob": "v2beta1"} (the operator's --mpi-default-version).
@@ -58,6 +72,18 @@ class Registry {
   Result<std::vector<std::string>> resolve(const std::vector<std::string>& values,
                                            const EnablementOptions& options = {}) const;
 
+  // Fails when (group, kind) already has a conversion.
+  Status add_conversion(ConversionRegistration registration);
+  const ConversionRegistration* find_conversion(std::string_view group, std::string_view kind) const;
+  const std::vector<ConversionRegistration>& conversions() const { return conversions_; }
+
+  // Whether the enabled module `name` answers to a job whose spec.runPolicy.managedBy is unset:
+  // yes when no other enabled module serves its kind; otherwise only the module of the kind's
+  // default version (options.default_version, e.g. --mpi-default-version) does, so an unset
+  // value never reaches two controllers.
+  bool owns_unset_managed_by(std::string_view name, const std::vector<std::string>& enabled,
+                             const EnablementOptions& options) const;
+
   // Builds the plugin for an enabled framework; every declared option gets its default unless set.
   Result<std::unique_ptr<FrameworkPlugin>> instantiate(std::string_view name, PluginConfig config) const;
 
@@ -65,6 +91,7 @@ class Registry {
   Result<const Registration*> lookup(std::string_view spelling, const EnablementOptions& options) const;
 
   std::vector<Registration> registrations_;
+  std::vector<ConversionRegistration> conversions_;
 };
 
 }  // namespace unitrain::framework

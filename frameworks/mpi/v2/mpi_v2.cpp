@@ -866,6 +866,7 @@ framework::FrameworkDescriptor make_descriptor() {
   d.enforces_run_limits = false;
   d.gang_holds_pod_creation = false;
   d.delete_services_with_pods = false;
+  d.validates_defaulted = true;
   d.owned_resources = {{"", "v1", "services"}, {"", "v1", "configmaps"}, {"", "v1", "secrets"}, {"batch", "v1", "jobs"}};
   return d;
 }

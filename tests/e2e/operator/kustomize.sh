@@ -20,6 +20,23 @@ for dir in "$src"/manifests/overlays/*/; do
               "allowPrivilegeEscalation: false" "--leader-elect"; do
     grep -q -- "$want" <<<"$out" || { echo "FAIL: $o: Deployment lacks '$want'"; fails=$((fails+1)); }
   done
+  # The MPI overlays: which versions the one mpijobs CRD serves, and the webhook pieces of mpi-both.
+  mpi_versions=$(awk '/^  name: mpijobs.kubeflow.org$/{m=1} /^  versions:$/{v=m} v && /^(  -|   ) name: v[0-9a-z]+$/{printf "%s ", $NF} /^---$/{m=0; v=0}' <<<"$out")
+  case $o in
+    mpi-v1-only) want="v1 " ;;
+    mpi-v2-only) want="v2beta1 " ;;
+    mpi-both) want="v2beta1 v1 " ;;
+    *) want= ;;
+  esac
+  if [[ -n $want && $mpi_versions != "$want" ]]; then echo "FAIL: $o: mpijobs serves '$mpi_versions', want '$want'"; fails=$((fails+1)); fi
+  if [[ $o == mpi-both ]]; then
+    for kind in MutatingWebhookConfiguration ValidatingWebhookConfiguration Secret ClusterRoleBinding; do
+      grep -q "^kind: $kind\$" <<<"$out" || { echo "FAIL: $o renders no $kind"; fails=$((fails+1)); }
+    done
+    grep -q "strategy: Webhook" <<<"$out" || { echo "FAIL: $o: CRD conversion is not Webhook"; fails=$((fails+1)); }
+    grep -q "targetPort: 9443" <<<"$out" || { echo "FAIL: $o: Service has no webhook port"; fails=$((fails+1)); }
+    grep -q "matchPolicy: Exact" <<<"$out" || { echo "FAIL: $o: webhooks not matchPolicy Exact"; fails=$((fails+1)); }
+  fi
   echo "ok: $o"
 done
 # Every CRD in manifests/crds is listed in its kustomization.

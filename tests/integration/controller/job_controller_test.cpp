@@ -93,8 +93,8 @@ struct Fixture {
   RecordingSink events;
   std::unique_ptr<c::JobController> controller;
 
-  void start() {
-    controller = std::make_unique<c::JobController>(client, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+  void start(c::JobControllerOptions options = {}) {
+    controller = std::make_unique<c::JobController>(client, clock, events, std::make_unique<EchoPlugin>(), std::move(options));
     controller->start();
     REQUIRE(controller->wait_for_sync(std::chrono::seconds(5)));
   }
@@ -145,6 +145,20 @@ TEST_CASE("controller: a job managed by another controller gets no writes") {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(f.client.writes().empty());
   CHECK(f.controller->reconcile_stats().total >= 1);
+}
+
+TEST_CASE("controller: a job without managedBy is left alone when the operator gives it to another module") {
+  Fixture f;
+  f.client.seed(kJobs, echo_job("unset", 1).root());
+  f.client.seed(kJobs, echo_job("ours", 1, R"({"managedBy":"kubeflow.org/training-operator"})").root());
+  f.client.clear_writes();
+  c::JobControllerOptions options;
+  options.owns_unset_managed_by = false;
+  f.start(options);
+  REQUIRE(eventually([&] { return last_condition(f.client, "ours") == "Created=True"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(last_condition(f.client, "unset").empty());
+  for (const auto& w : f.client.writes()) CHECK(w.name.rfind("unset", 0) != 0);
 }
 
 TEST_CASE("controller: an invalid job fails with the field errors and creates nothing") {

@@ -143,3 +143,23 @@ TEST_CASE("a test-only framework registers and instantiates with its declared op
   CHECK(unitrain::json::get_string(pod.root(), "/metadata/annotations/echo") == "hello");
   CHECK_FALSE(r.instantiate("nosuchjob", {}));
 }
+
+TEST_CASE("unset managedBy: only the default version's module answers when two serve the kind") {
+  auto r = standard();
+  const std::vector<std::string> both{"kubeflow.org/mpijob@v1", "kubeflow.org/mpijob@v2beta1"};
+  fw::EnablementOptions v1_default;
+  v1_default.default_version["mpijob"] = "v1";
+  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, v1_default));
+  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, v1_default));
+  fw::EnablementOptions v2_default;
+  v2_default.default_version["mpijob"] = "v2beta1";
+  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, v2_default));
+  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, v2_default));
+  // Without a default version the kind-alias default decides (v1 is not it in this registry).
+  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, {}));
+  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, {}));
+  // Alone, a module keeps its own answer whatever the default version says.
+  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", {"kubeflow.org/mpijob@v1"}, v2_default));
+  CHECK(r.owns_unset_managed_by("kubeflow.org/pytorchjob", {"kubeflow.org/pytorchjob", "kubeflow.org/tfjob"}, v2_default));
+  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/nosuchjob", both, v2_default));
+}

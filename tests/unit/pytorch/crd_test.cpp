@@ -98,3 +98,22 @@ TEST_CASE("crd: MPIJob v2beta1 names, status subresource, defaults and enums") {
   CHECK(json::get_bool(crd.root(), spec + "/mpiReplicaSpecs/additionalProperties/properties/template/x-kubernetes-preserve-unknown-fields") == true);
   CHECK(str(crd, schema + "/properties/status/properties/conditions/items/properties/lastTransitionTime/format") == "date-time");
 }
+
+TEST_CASE("crd: MPIJob in both versions, stored as v2beta1, converted by the webhook") {
+  Document both = load("kubeflow.org_mpijobs.yaml");
+  Document v2 = load("kubeflow.org_mpijobs_v2beta1.yaml");
+  Document v1 = load("kubeflow.org_mpijobs_v1.yaml");
+  CHECK(str(both, "/metadata/name") == "mpijobs.kubeflow.org");
+  CHECK(json::equal(*json::find(both.root(), "/spec/names"), *json::find(v2.root(), "/spec/names")));
+  REQUIRE(json::find(both.root(), "/spec/versions")->Size() == 2);
+  CHECK(str(both, "/spec/conversion/strategy") == "Webhook");
+  CHECK(json::dump(*json::find(both.root(), "/spec/conversion/webhook")) ==
+        R"({"conversionReviewVersions":["v1"],"clientConfig":{"service":{"namespace":"kubeflow",)"
+        R"("name":"training-operator","path":"/convert","port":443}}})");
+  // Each version entry is the single-version file's, v1 not stored.
+  CHECK(json::equal(*json::find(both.root(), "/spec/versions/0"), *json::find(v2.root(), "/spec/versions/0")));
+  CHECK(json::get_bool(both.root(), "/spec/versions/0/storage") == true);
+  Document v1_entry = Document::copy_of(*json::find(v1.root(), "/spec/versions/0"));
+  REQUIRE(json::set_bool(v1_entry, "/storage", false));
+  CHECK(json::equal(*json::find(both.root(), "/spec/versions/1"), v1_entry.root()));
+}

@@ -1,0 +1,138 @@
+#include "frameworks/mpi/conversion/conversion.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace unitrain::frameworks::mpi::conversion {
+
+namespace {
+
+using json::Value;
+
+constexpr std::string_view kV1 = "kubeflow.org/v1";
+constexpr std::string_view kV2beta1 = "kubeflow.org/v2beta1";
+
+// Spec fields each version knows (training-operator v1.8 MPIJobSpec; mpi-operator v0.8 MPIJobSpec).
+constexpr std::array<std::string_view, 5> kV1Fields{"slotsPerWorker", "cleanPodPolicy", "mpiReplicaSpecs",
+                                                    "mainContainer", "runPolicy"};
+constexpr std::array<std::string_view, 7> kV2beta1Fields{"slotsPerWorker",   "runLauncherAsWorker",
+                                                         "runPolicy",        "mpiReplicaSpecs",
+                                                         "sshAuthMountPath", "launcherCreationPolicy",
+                                                         "mpiImplementation"};
+
+bool known_in(std::string_view api_version, std::string_view field) {
+  if (api_version == kV1) return std::find(kV1Fields.begin(), kV1Fields.end(), field) != kV1Fields.end();
+  return std::find(kV2beta1Fields.begin(), kV2beta1Fields.end(), field) != kV2beta1Fields.end();
+}
+
+// The annotation that carries fields of `api_version` while the object is in the other version.
+std::string_view annotation_for(std::string_view api_version) {
+  return api_version == kV1 ? kV1FieldsAnnotation : kV2beta1FieldsAnnotation;
+}
+
+std::string_view view(const Value& s) { return {s.GetString(), s.GetStringLength()}; }
+
+// Parses the stash annotation `name` off `annotations` (removing it). Null document when absent.
+Result<json::Document> take_stash(Value* annotations, std::string_view name) {
+  if (annotations == nullptr || !annotations->IsObject()) return json::Document();
+  auto it = annotations->FindMember(Value(rapidjson::StringRef(name.data(), name.size())));
+  if (it == annotations->MemberEnd()) return json::Document();
+  if (!it->value.IsString()) return fail(fmt::format("metadata.annotations[{}]: must be a string", name));
+  auto parsed = json::Document::parse(view(it->value));
+  if (!parsed) return fail(fmt::format("metadata.annotations[{}]: {}", name, parsed.error().message));
+  const Value& root = parsed->root();
+  const Value* order = json::find(root, "/order");
+  const Value* fields = json::find(root, "/fields");
+  if (!root.IsObject() || order == nullptr || !order->IsArray() || fields == nullptr || !fields->IsObject())
+    return fail(fmt::format("metadata.annotations[{}]: must be {{\"order\":[...],\"fields\":{{...}}}}", name));
+  for (const auto& k : order->GetArray())
+    if (!k.IsString()) return fail(fmt::format("metadata.annotations[{}]: order must list strings", name));
+  annotations->EraseMember(it);
+  return parsed;
+}
+
+}  // namespace
+
+Result<json::Document> convert(const Value& object, std::string_view to_api_version) {
+  if (to_api_version != kV1 && to_api_version != kV2beta1)
+    return fail(fmt::format("MPIJob: cannot convert to {}; served versions are {} and {}", to_api_version, kV1,
+                            kV2beta1));
+  auto from = json::get_string(object, "/apiVersion");
+  if (!from || (*from != kV1 && *from != kV2beta1))
+    return fail(fmt::format("MPIJob: apiVersion {} is not {} or {}",
+                            from ? fmt::format("\"{}\"", *from) : std::string("(missing)"), kV1, kV2beta1));
+  json::Document out = json::Document::copy_of(object);
+  if (*from == to_api_version) return out;
+  const std::string source(*from);
+  auto& a = out.alloc();
+  out.root()["apiVersion"].SetString(to_api_version.data(), static_cast<rapidjson::SizeType>(to_api_version.size()), a);
+
+  Value* annotations = json::find(out.root(), "/metadata/annotations");
+  const bool had_annotations = annotations != nullptr && annotations->IsObject();
+  auto restore = take_stash(annotations, annotation_for(to_api_version));
+  if (!restore) return fail(std::move(restore.error()));
+  // A stash naming the source version is stale (copied along with the object); it is rebuilt below.
+  auto stale = take_stash(annotations, annotation_for(source));
+  if (!stale) return fail(std::move(stale.error()));
+
+  Value* spec = json::find(out.root(), "/spec");
+  Value stashed(rapidjson::kObjectType);
+  Value order(rapidjson::kArrayType);
+  if (spec != nullptr && spec->IsObject()) {
+    Value kept(rapidjson::kObjectType);
+    for (auto& m : spec->GetObject()) {
+      order.PushBack(Value(m.name, a), a);
+      if (known_in(to_api_version, view(m.name)))
+        kept.AddMember(Value(m.name, a), Value(m.value, a), a);
+      else
+        stashed.AddMember(Value(m.name, a), Value(m.value, a), a);
+    }
+    Value rebuilt(rapidjson::kObjectType);
+    if (!restore->root().IsNull()) {
+      // Back in the version the fields came from: put every key where it was written.
+      Value& fields = restore->root()["fields"];
+      for (const auto& k : restore->root()["order"].GetArray()) {
+        if (rebuilt.HasMember(k)) continue;
+        if (auto it = kept.FindMember(k); it != kept.MemberEnd())
+          rebuilt.AddMember(Value(k, a), Value(it->value, a), a);
+        else if (auto f = fields.FindMember(k); f != fields.MemberEnd())
+          rebuilt.AddMember(Value(k, a), Value(f->value, a), a);
+      }
+    }
+    for (auto& m : kept.GetObject())
+      if (!rebuilt.HasMember(m.name)) rebuilt.AddMember(Value(m.name, a), Value(m.value, a), a);
+    *spec = std::move(rebuilt);
+  }
+
+  if (!stashed.ObjectEmpty()) {
+    Value stash(rapidjson::kObjectType);
+    stash.AddMember("order", order, a);
+    stash.AddMember("fields", stashed, a);
+    const std::string text = json::dump(stash);
+    if (auto s = json::set_string(out, fmt::format("/metadata/annotations/{}", json::escape_pointer_token(
+                                                       annotation_for(source))), text);
+        !s)
+      return fail(fmt::format("MPIJob: {}", s.error().message));
+  } else if (had_annotations) {
+    annotations = json::find(out.root(), "/metadata/annotations");
+    if (annotations != nullptr && annotations->ObjectEmpty() && (!restore->root().IsNull() || !stale->root().IsNull()))
+      json::remove(out, "/metadata/annotations");
+  }
+  return out;
+}
+
+Status register_mpi_conversion(framework::Registry& registry) {
+  framework::ConversionRegistration r;
+  r.group = "kubeflow.org";
+  r.kind = "MPIJob";
+  r.plural = "mpijobs";
+  r.versions = {"v1", "v2beta1"};
+  r.convert = &convert;
+  return registry.add_conversion(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::mpi::conversion

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# MPIJob v1 and v2beta1 side by side in one embedded cluster: one CRD serves both versions through
+# the operator's conversion webhook; the defaulting webhooks give each job to the module of the
+# version it was written in; each job gets only its own framework's objects and succeeds; both
+# versions list every job; invalid specs of every framework are refused at admission with the
+# reference field paths; spec.runPolicy.managedBy cannot change.
+set -u
+bin=$1 src=$2
+command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
+work=$(mktemp -d)
+probe_port=$((20000 + RANDOM % 20000))
+"$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
+  --health-probe-bind-address "127.0.0.1:$probe_port" --crd-dir "$src/manifests/crds" \
+  >"$work/stdout" 2>"$work/stderr" &
+pid=$!
+cleanup() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- operator stderr (tail)"; tail -30 "$work/stderr"; exit 1; }
+
+for _ in $(seq 150); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.2; done
+kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
+[[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null && break; sleep 0.2; done
+curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz not 200 within 20 s"
+k() { kubectl --kubeconfig "$kc" "$@"; }
+
+served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{range .spec.versions[*]}{.name}/{.storage} {end}{.spec.conversion.strategy}')
+[[ $served == "v2beta1/true v1/false Webhook" ]] || fail "mpijobs CRD serves '$served'"
+
+# Jobs: ours always; the upstream examples when the reference tree is next to the sources.
+v1_jobs=(mpi-v1-demo) v2_jobs=(mpi-demo)
+k apply -f "$src/examples/mpi-v1.yaml" -f "$src/examples/mpi-v2.yaml" || fail "kubectl apply examples"
+ref="$src/../shared/reference/examples"
+if [[ -f $ref/mpi-v1/tensorflow-mnist.yaml && -f $ref/mpi-v2/pi.yaml ]]; then
+  # Both upstream folders name a job tensorflow-mnist; v2's pi runs beside v1's tensorflow-mnist.
+  k apply -n default -f "$ref/mpi-v1/tensorflow-mnist.yaml" -f "$ref/mpi-v2/pi.yaml" || fail "kubectl apply upstream examples"
+  v1_jobs+=(tensorflow-mnist) v2_jobs+=(pi)
+  echo "upstream examples: ran mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml from $ref"
+else
+  echo "upstream examples: did not run because $ref/mpi-v1 and $ref/mpi-v2 are not there (a clone without ../shared)"
+fi
+
+for j in "${v1_jobs[@]}"; do
+  m=$(k get mpijobs.v1.kubeflow.org "$j" -o jsonpath='{.spec.runPolicy.managedBy}')
+  [[ $m == kubeflow.org/training-operator ]] || fail "v1 job $j has managedBy '$m'"
+done
+for j in "${v2_jobs[@]}"; do
+  m=$(k get mpijobs.v2beta1.kubeflow.org "$j" -o jsonpath='{.spec.runPolicy.managedBy}')
+  [[ $m == kubeflow.org/mpi-operator ]] || fail "v2beta1 job $j has managedBy '$m'"
+done
+echo "managedBy filled from the version each job was written in"
+
+state() { k get "mpijobs.$1.kubeflow.org" "$2" -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null; }
+start=$SECONDS
+while (( SECONDS - start < 120 )); do
+  done_all=1
+  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Succeeded ]] || done_all=; done
+  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Succeeded ]] || done_all=; done
+  [[ -n $done_all ]] && break
+  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Failed ]] && fail "v1 job $j Failed"; done
+  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Failed ]] && fail "v2beta1 job $j Failed"; done
+  sleep 1
+done
+[[ -n $done_all ]] || fail "not every job Succeeded within 120 s"
+echo "all ${#v1_jobs[@]} v1 and ${#v2_jobs[@]} v2beta1 jobs Succeeded in $((SECONDS - start)) s"
+
+# Each job has exactly its own framework's objects: no second launcher, no foreign helpers.
+for j in "${v1_jobs[@]}"; do
+  k get pod "$j-launcher" >/dev/null 2>&1 || fail "v1 job $j has no launcher Pod"
+  k get job.batch "$j-launcher" >/dev/null 2>&1 && fail "v1 job $j also got a v2 launcher Job"
+  k get role "$j-launcher" >/dev/null 2>&1 || fail "v1 job $j has no launcher Role"
+  k get secret "$j-ssh" >/dev/null 2>&1 && fail "v1 job $j got a v2 SSH Secret"
+  k get service "$j" >/dev/null 2>&1 && fail "v1 job $j got a v2 Service"
+done
+for j in "${v2_jobs[@]}"; do
+  k get job.batch "$j-launcher" >/dev/null 2>&1 || fail "v2beta1 job $j has no launcher Job"
+  k get pod "$j-launcher" >/dev/null 2>&1 && fail "v2beta1 job $j also got a v1 launcher Pod"
+  k get role "$j-launcher" >/dev/null 2>&1 && fail "v2beta1 job $j got a v1 Role"
+  k get serviceaccount "$j-launcher" >/dev/null 2>&1 && fail "v2beta1 job $j got a v1 ServiceAccount"
+done
+echo "each job has only its own framework's objects"
+
+# Both versions list every job, each converted to the version asked for.
+all=$(printf '%s\n' "${v1_jobs[@]}" "${v2_jobs[@]}" | sort | tr '\n' ' ')
+for v in v1 v2beta1; do
+  listed=$(k get "mpijobs.$v.kubeflow.org" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort | tr '\n' ' ')
+  [[ $listed == "$all" ]] || fail "mpijobs.$v lists '$listed', want '$all'"
+  versions=$(k get "mpijobs.$v.kubeflow.org" -o jsonpath='{range .items[*]}{.apiVersion}{"\n"}{end}' | sort -u)
+  [[ $versions == "kubeflow.org/$v" ]] || fail "mpijobs.$v returns apiVersions '$versions'"
+done
+m=$(k get mpijobs.v1.kubeflow.org "${v2_jobs[0]}" -o jsonpath='{.spec.runPolicy.managedBy}/{.spec.sshAuthMountPath}')
+[[ $m == "kubeflow.org/mpi-operator/" ]] || fail "a v2beta1 job read as v1 shows '$m'"
+k get mpijobs.v1.kubeflow.org "${v2_jobs[0]}" -o yaml | grep -q 'conversion.unitrain.io/mpijob-v2beta1-fields' \
+  || fail "a v2beta1 job read as v1 does not carry its v2beta1-only fields"
+echo "mpijobs.v1.kubeflow.org and mpijobs.v2beta1.kubeflow.org both list all jobs, converted"
+
+# managedBy is immutable.
+out=$(k patch mpijobs.v1.kubeflow.org "${v1_jobs[0]}" --type merge \
+      -p '{"spec":{"runPolicy":{"managedBy":"kubeflow.org/mpi-operator"}}}' 2>&1) && fail "managedBy changed: $out"
+grep -q 'spec.runPolicy.managedBy' <<<"$out" && grep -q 'immutable' <<<"$out" || fail "managedBy change refused with: $out"
+echo "managedBy change refused: $out"
+
+# Invalid specs of every framework are refused at admission with the reference field paths.
+# None of these is a CRD schema error: only the validating webhooks know these rules. kubectl
+# prints a webhook's 422 Invalid Status like the API server's own ("is invalid: <causes>").
+reject() {  # file-content expected-field
+  out=$(k apply -f - <<<"$1" 2>&1) && fail "accepted: $1"
+  grep -qF "$2" <<<"$out" || fail "refusal lacks $2: $out"
+  echo "refused: $out"
+}
+reject '{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad-pt","namespace":"default"},
+  "spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"pytorch"}]}}}}}}' \
+  'spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image'
+reject '{"apiVersion":"kubeflow.org/v1","kind":"MPIJob","metadata":{"name":"bad-v1","namespace":"default"},
+  "spec":{"mpiReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"mpi","image":"x"}]}}}}}}' \
+  'spec.mpiReplicaSpecs[Launcher]'
+reject '{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"bad-v2","namespace":"default"},
+  "spec":{"mpiReplicaSpecs":{"Launcher":{"replicas":2,"template":{"spec":{"containers":[{"name":"l","image":"x"}]}}}}}}' \
+  'spec.mpiReplicaSpecs[Launcher].replicas'
