@@ -906,7 +906,7 @@ void JobController::worker_loop() {
   // A pass before the child caches are synced would see a running job's pods as missing and
   // create them again (an operator restart over running jobs).
   while (!wait_for_sync(std::chrono::seconds(1)))
-    if (!started_) return;
+    if (!workers_started_) return;
   while (auto key = queue_.get()) {
     ReconcileResult r;
     try {
