@@ -474,6 +474,11 @@ struct ApiServer::Impl {
       metrics.record({"", "", "", "", "", 401});
       co_return co_await write_reply(stream, req, error_reply(status_error(401, "Unauthorized", "Unauthorized")));
     }
+    if (path == "/unitrain/faults") {
+      Reply r = faults_admin(req);
+      metrics.record({std::string(http::to_string(req.method())), "", "", "", "", static_cast<int>(r.status)});
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
     auto segs = split_path(path);
     bool is_resource_path = (segs.size() >= 3 && segs[0] == "api") || (segs.size() >= 4 && segs[0] == "apis");
     if (!is_resource_path) {
@@ -492,8 +497,24 @@ struct ApiServer::Impl {
     bool apply = req.method() == http::verb::patch && ctype.type == "application/apply-patch+yaml";
     RequestKey key{verb_for_metrics(req.method(), *route, watch, apply), route->info.group, route->info.version,
                    route->info.resource, route->subresource, 200};
+    FaultDecision fault;
+    if (options.faults) fault = options.faults->decide(key.verb, route->info, route->subresource, route->name);
+    if (fault.latency.count() > 0) {
+      asio::steady_timer delay(stream.get_executor());
+      delay.expires_after(fault.latency);
+      co_await delay.async_wait(nothrow);
+    }
+    if (fault.action == FaultDecision::Action::Error) {
+      Reply r = error_reply(*fault.error);
+      if (fault.retry_after_seconds) r.headers.emplace_back("Retry-After", std::to_string(*fault.retry_after_seconds));
+      key.code = static_cast<int>(r.status);
+      metrics.record(std::move(key));
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
+    // Closing without a response is what a client sees when a connection breaks mid-request.
+    if (fault.action == FaultDecision::Action::Drop) co_return false;
     if (watch && route->subresource.empty()) {
-      co_return co_await serve_watch(stream, req, *route, query, key);
+      co_return co_await serve_watch(stream, req, *route, query, key, fault);
     }
     if (req.method() == http::verb::get && route->subresource == "log" && qtrue(query, "follow")) {
       co_return co_await serve_log(stream, req, *route, query, key);
@@ -501,7 +522,26 @@ struct ApiServer::Impl {
     Reply r = resource_call(req, *route, query, ctype, apply);
     key.code = static_cast<int>(r.status);
     metrics.record(std::move(key));
+    if (fault.action == FaultDecision::Action::DropAfterCommit) co_return false;
+    if (fault.action == FaultDecision::Action::Malformed && r.status / 100 == 2) r.body.resize(r.body.size() / 2);
     co_return co_await write_reply(stream, req, std::move(r));
+  }
+
+  // GET shows the fault configuration and what was injected; PUT or POST replaces it.
+  Reply faults_admin(const Request& req) {
+    if (!options.faults) {
+      return error_reply(status_error(404, "NotFound", "fault injection is not enabled on this server"));
+    }
+    if (req.method() == http::verb::get) return Reply{200, "application/json", options.faults->describe(), {}};
+    if (req.method() == http::verb::put || req.method() == http::verb::post) {
+      auto c = FaultConfig::parse(req.body());
+      if (!c) return error_reply(status_error(400, "BadRequest", c.error().message));
+      options.faults->configure(std::move(*c));
+      spdlog::info("localcluster: faults set to {}", options.faults->config().to_json());
+      return Reply{200, "application/json", options.faults->describe(), {}};
+    }
+    return error_reply(status_error(405, "MethodNotAllowed",
+                                    "the server does not allow this method on the requested resource"));
   }
 
   // ---- non-resource paths ----
@@ -958,7 +998,7 @@ struct ApiServer::Impl {
 
   template <class Stream>
   asio::awaitable<bool> serve_watch(Stream& stream, const Request& req, const ResourceRoute& route, const Query& q,
-                                    RequestKey key) {
+                                    RequestKey key, const FaultDecision& fault) {
     if (!has_verb(route.info, "watch")) {
       key.code = 405;
       metrics.record(std::move(key));
@@ -974,6 +1014,18 @@ struct ApiServer::Impl {
     wr.resource_version = qget(q, "resourceVersion");
     wr.allow_bookmarks = qtrue(q, "allowWatchBookmarks");
     wr.send_initial_events = qtrue(q, "sendInitialEvents");
+    if (options.faults && options.faults->expire_watch(wr.resource_version)) {
+      // What the watch cache answers when the resourceVersion left its window: 200, then one
+      // ERROR event carrying a 410 Expired Status.
+      auto gone = status_error(410, "Expired", "too old resource version: " + wr.resource_version + " (" +
+                                                   store.resource_version() + ")");
+      metrics.record(key);
+      co_return co_await write_reply(
+          stream, req, Reply{200, "application/json", "{\"type\":\"ERROR\",\"object\":" + gone.to_status().dump() + "}\n", {}});
+    }
+    const int64_t cut_after = options.faults ? options.faults->watch_cut_after_events() : 0;
+    int64_t sent = 0;
+    bool cut = false;
     auto watcher = store.watch(route.info, route.ns, wr);
     if (!watcher) {
       key.code = watcher.error().code;
@@ -1011,10 +1063,17 @@ struct ApiServer::Impl {
       bool closed = false;
       auto events = (*watcher)->drain(closed);
       for (const auto& ev : events) {
-        if (!ok) break;
-        ok = co_await write_chunk(stream, event_line(ev, route.info, neg.output, include, columns));
+        if (!ok || cut) break;
+        std::string line = event_line(ev, route.info, neg.output, include, columns);
+        if (fault.malformed_watch && ev.type != "BOOKMARK" && options.faults->roll(fault.malformed_probability)) {
+          options.faults->count("malformed");
+          line = line.substr(0, line.size() / 2) + "\n";
+        }
+        ok = co_await write_chunk(stream, line);
+        if (ev.type != "BOOKMARK" && cut_after > 0 && ++sent >= cut_after) cut = true;
       }
-      if (!ok || closed || w->client_gone) break;
+      if (cut) options.faults->count("watchCut");
+      if (!ok || closed || cut || w->client_gone) break;
       auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         // A last bookmark lets the client resume exactly where this watch ends.
@@ -1034,7 +1093,8 @@ struct ApiServer::Impl {
     }
     (*watcher)->set_notify({});
     (*watcher)->stop();
-    co_await finish_stream(stream, w, ok && !w->client_gone);
+    // An aborted cut ends without the last chunk: the client sees the connection break.
+    co_await finish_stream(stream, w, ok && !w->client_gone && !(cut && options.faults->watch_cut_abort()));
     co_return false;
   }
 

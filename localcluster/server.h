@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
 #include "localcluster/tls.h"
@@ -31,6 +32,9 @@ struct ServerOptions {
   // Watches with allowWatchBookmarks get a BOOKMARK this often (kube-apiserver: about a minute).
   std::chrono::seconds bookmark_interval{60};
   size_t max_log_lines_per_pod = 10000;
+  // Faults to inject (null: none); `GET`/`PUT /unitrain/faults` read and replace its
+  // configuration at runtime. Shared so it outlives a restart of the server.
+  std::shared_ptr<FaultInjector> faults;
 };
 
 class ApiServer {
