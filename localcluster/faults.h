@@ -39,7 +39,9 @@ struct FaultRule {
   int retry_after_seconds = 1;  // sent with 429 as the Retry-After header and retryAfterSeconds
   double drop = 0;              // close the connection without a response, before the store call
   double drop_after_commit = 0; // run the call, then close the connection without a response
-  double malformed = 0;         // a 2xx body cut in half; for WATCH, per event line
+  // A 2xx body cut in half; for WATCH, each event line replaced, with this probability, by one
+  // whose braces balance but whose JSON is invalid.
+  double malformed = 0;
   std::chrono::milliseconds latency{0};  // added to every matching request
   int64_t times = 0;            // faults this rule injects before it turns itself off; 0: no limit
 };

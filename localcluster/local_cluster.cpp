@@ -110,6 +110,12 @@ Status LocalCluster::restart() {
   return {};
 }
 
+void LocalCluster::rotate_token(std::string token) {
+  options_.token = token;
+  token_ = token;
+  if (server_) server_->set_token(std::move(token));
+}
+
 void LocalCluster::stop() {
   attached_.reset();
   if (server_) server_->stop();

@@ -64,6 +64,9 @@ class LocalCluster {
   void clear_pod_log(std::string_view ns, std::string_view pod);
   const RequestMetrics& metrics() const;
   FaultInjector& faults() { return *faults_; }
+  // From now on only `token` is accepted (also after a restart), as when a bound
+  // service-account token rotates; the kubeconfig written at start is not rewritten.
+  void rotate_token(std::string token);
 
  private:
   Status open_store();

@@ -368,6 +368,7 @@ struct ApiServer::Impl {
   std::shared_ptr<Gate> gate;
   std::mutex rng_mu;
   std::mt19937_64 rng;
+  mutable std::mutex token_mu;  // options.token changes when the token rotates
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
   std::vector<std::thread> threads;
@@ -455,6 +456,7 @@ struct ApiServer::Impl {
   }
 
   bool authorized(const Request& req, std::string_view path) const {
+    std::lock_guard lock(token_mu);
     if (!options.token) return true;
     // Probes stay anonymous, as kube-apiserver's system:public-info-viewer allows.
     if (path == "/healthz" || path == "/readyz" || path == "/livez") return true;
@@ -1020,10 +1022,11 @@ struct ApiServer::Impl {
       auto gone = status_error(410, "Expired", "too old resource version: " + wr.resource_version + " (" +
                                                    store.resource_version() + ")");
       metrics.record(key);
-      co_return co_await write_reply(
-          stream, req, Reply{200, "application/json", "{\"type\":\"ERROR\",\"object\":" + gone.to_status().dump() + "}\n", {}});
+      // A named Reply: GCC 12 destroys a braced temporary inside a co_await expression twice.
+      Reply expired;
+      expired.body = "{\"type\":\"ERROR\",\"object\":" + gone.to_status().dump() + "}\n";
+      co_return co_await write_reply(stream, req, std::move(expired));
     }
-    const int64_t cut_after = options.faults ? options.faults->watch_cut_after_events() : 0;
     int64_t sent = 0;
     bool cut = false;
     auto watcher = store.watch(route.info, route.ns, wr);
@@ -1067,10 +1070,13 @@ struct ApiServer::Impl {
         std::string line = event_line(ev, route.info, neg.output, include, columns);
         if (fault.malformed_watch && ev.type != "BOOKMARK" && options.faults->roll(fault.malformed_probability)) {
           options.faults->count("malformed");
-          line = line.substr(0, line.size() / 2) + "\n";
+          // Balanced braces, so a decoder that frames by depth still sees a whole (invalid) event.
+          line = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":]}}\n";
         }
         ok = co_await write_chunk(stream, line);
-        if (ev.type != "BOOKMARK" && cut_after > 0 && ++sent >= cut_after) cut = true;
+        // Read per event: a cut configured while the watch is open applies to it.
+        const int64_t cut_after = options.faults ? options.faults->watch_cut_after_events() : 0;
+        if (ev.type != "BOOKMARK" && ++sent >= cut_after && cut_after > 0) cut = true;
       }
       if (cut) options.faults->count("watchCut");
       if (!ok || closed || cut || w->client_gone) break;
@@ -1254,5 +1260,10 @@ void ApiServer::append_pod_log(std::string_view ns, std::string_view pod, std::s
 void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod) { impl_->logs.clear(log_key(ns, pod)); }
 
 const RequestMetrics& ApiServer::metrics() const { return impl_->metrics; }
+
+void ApiServer::set_token(std::string token) {
+  std::lock_guard lock(impl_->token_mu);
+  impl_->options.token = std::move(token);
+}
 
 }  // namespace unitrain::localcluster

@@ -57,6 +57,8 @@ class ApiServer {
   void clear_pod_log(std::string_view ns, std::string_view pod);
 
   const RequestMetrics& metrics() const;
+  // Replaces the bearer token clients must send (a rotated service-account token).
+  void set_token(std::string token);
 
  private:
   struct Impl;
