@@ -36,22 +36,26 @@ Result<std::string> load_or_make_token(const std::optional<std::string>& state_d
 
 }  // namespace
 
-LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
+LocalCluster::LocalCluster(LocalClusterOptions options)
+    : options_(std::move(options)), faults_(std::make_shared<FaultInjector>(options_.faults)) {}
 
 LocalCluster::~LocalCluster() { stop(); }
 
-Status LocalCluster::start() {
-  if (server_) return fail("local cluster: already started");
+Status LocalCluster::open_store() {
   StoreOptions so;
   so.state_dir = options_.state_dir;
   auto store = make_memory_store(so);
   if (!store) return fail(std::move(store.error()).prefix("local cluster store"));
   store_ = std::move(*store);
+  return {};
+}
 
+Status LocalCluster::start_server(const std::string& listen) {
   ServerOptions opts;
-  opts.listen = options_.listen;
+  opts.listen = listen;
   opts.threads = options_.threads;
   opts.webhooks = options_.webhooks;
+  opts.faults = faults_;
   token_ = options_.token;
   if (options_.tls) {
     auto tls = load_or_make_tls(options_.state_dir);
@@ -68,6 +72,13 @@ Status LocalCluster::start() {
   auto server = ApiServer::start(*store_, std::move(opts));
   if (!server) return fail(std::move(server.error()).prefix("local cluster server"));
   server_ = std::move(*server);
+  return {};
+}
+
+Status LocalCluster::start() {
+  if (server_) return fail("local cluster: already started");
+  if (auto s = open_store(); !s) return s;
+  if (auto s = start_server(options_.listen); !s) return s;
 
   if (options_.kubeconfig_out) {
     KubeconfigSpec spec;
@@ -80,10 +91,34 @@ Status LocalCluster::start() {
     }
     kubeconfig_path_ = *options_.kubeconfig_out;
   }
+  if (options_.attach) attached_ = options_.attach(*store_);
   return {};
 }
 
+Status LocalCluster::restart() {
+  if (!server_) return fail("local cluster: restart before start");
+  // Same host, same port: kubeconfigs and clients keep pointing at it.
+  std::string listen = options_.listen.substr(0, options_.listen.rfind(':')) + ":" + std::to_string(server_->port());
+  attached_.reset();
+  server_->stop();
+  server_.reset();
+  if (options_.state_dir) {
+    store_.reset();
+    if (auto s = open_store(); !s) return s;
+  }
+  if (auto s = start_server(listen); !s) return s;
+  if (options_.attach) attached_ = options_.attach(*store_);
+  return {};
+}
+
+void LocalCluster::rotate_token(std::string token) {
+  options_.token = token;
+  token_ = token;
+  if (server_) server_->set_token(std::move(token));
+}
+
 void LocalCluster::stop() {
+  attached_.reset();
   if (server_) server_->stop();
   server_.reset();
 }

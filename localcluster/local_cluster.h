@@ -3,12 +3,14 @@
 // `localcluster` binary is a thin CLI around it. Stops in its destructor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/base/result.h"
+#include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
 #include "localcluster/webhooks.h"
@@ -29,6 +31,12 @@ struct LocalClusterOptions {
   int threads = 2;
   // Where webhook Services are reached (see add_service_endpoint).
   WebhookOptions webhooks;
+  // Faults the server injects from the start (see faults.h); changeable later through faults()
+  // or `PUT /unitrain/faults`.
+  FaultConfig faults;
+  // Things that use the store in-process, such as the controllers (controllers.h), which hold
+  // it by reference: made once the store is open, destroyed before it closes (stop, restart).
+  std::function<std::shared_ptr<void>(Store&)> attach;
 };
 
 class LocalCluster {
@@ -41,6 +49,11 @@ class LocalCluster {
   // Opens the store, starts serving and writes the kubeconfig.
   Status start();
   void stop();  // idempotent
+  // A full restart: the attached users and the server stop, every connection and watch ends,
+  // the store is reopened from the state directory (without one, the in-memory store is kept),
+  // and the server serves again on the same port. Clients see what a restarted kube-apiserver
+  // gives them: broken connections, then 410 for watches from an old resourceVersion.
+  Status restart();
 
   std::string url() const;    // "http://127.0.0.1:PORT"; empty before start()
   uint16_t port() const;
@@ -53,13 +66,22 @@ class LocalCluster {
   void append_pod_log(std::string_view ns, std::string_view pod, std::string_view line);
   void clear_pod_log(std::string_view ns, std::string_view pod);
   const RequestMetrics& metrics() const;
+  FaultInjector& faults() { return *faults_; }
+  // From now on only `token` is accepted (also after a restart), as when a bound
+  // service-account token rotates; the kubeconfig written at start is not rewritten.
+  void rotate_token(std::string token);
 
  private:
+  Status open_store();
+  Status start_server(const std::string& listen);
+
   LocalClusterOptions options_;
   std::optional<std::string> token_;
   std::string ca_pem_;
   std::string kubeconfig_path_;
+  std::shared_ptr<FaultInjector> faults_;
   std::unique_ptr<Store> store_;
+  std::shared_ptr<void> attached_;     // after store_: destroyed first
   std::unique_ptr<ApiServer> server_;  // after store_: destroyed first
   RequestMetrics no_metrics_;
 };

@@ -371,6 +371,7 @@ struct ApiServer::Impl {
   std::shared_ptr<Gate> gate;
   std::mutex rng_mu;
   std::mt19937_64 rng;
+  mutable std::mutex token_mu;  // options.token changes when the token rotates
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
   std::vector<std::thread> threads;
@@ -458,6 +459,7 @@ struct ApiServer::Impl {
   }
 
   bool authorized(const Request& req, std::string_view path) const {
+    std::lock_guard lock(token_mu);
     if (!options.token) return true;
     // Probes stay anonymous, as kube-apiserver's system:public-info-viewer allows.
     if (path == "/healthz" || path == "/readyz" || path == "/livez") return true;
@@ -477,6 +479,11 @@ struct ApiServer::Impl {
       metrics.record({"", "", "", "", "", 401});
       co_return co_await write_reply(stream, req, error_reply(status_error(401, "Unauthorized", "Unauthorized")));
     }
+    if (path == "/unitrain/faults") {
+      Reply r = faults_admin(req);
+      metrics.record({std::string(http::to_string(req.method())), "", "", "", "", static_cast<int>(r.status)});
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
     auto segs = split_path(path);
     bool is_resource_path = (segs.size() >= 3 && segs[0] == "api") || (segs.size() >= 4 && segs[0] == "apis");
     if (!is_resource_path) {
@@ -495,8 +502,24 @@ struct ApiServer::Impl {
     bool apply = req.method() == http::verb::patch && ctype.type == "application/apply-patch+yaml";
     RequestKey key{verb_for_metrics(req.method(), *route, watch, apply), route->info.group, route->info.version,
                    route->info.resource, route->subresource, 200};
+    FaultDecision fault;
+    if (options.faults) fault = options.faults->decide(key.verb, route->info, route->subresource, route->name);
+    if (fault.latency.count() > 0) {
+      asio::steady_timer delay(stream.get_executor());
+      delay.expires_after(fault.latency);
+      co_await delay.async_wait(nothrow);
+    }
+    if (fault.action == FaultDecision::Action::Error) {
+      Reply r = error_reply(*fault.error);
+      if (fault.retry_after_seconds) r.headers.emplace_back("Retry-After", std::to_string(*fault.retry_after_seconds));
+      key.code = static_cast<int>(r.status);
+      metrics.record(std::move(key));
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
+    // Closing without a response is what a client sees when a connection breaks mid-request.
+    if (fault.action == FaultDecision::Action::Drop) co_return false;
     if (watch && route->subresource.empty()) {
-      co_return co_await serve_watch(stream, req, *route, query, key);
+      co_return co_await serve_watch(stream, req, *route, query, key, fault);
     }
     if (req.method() == http::verb::get && route->subresource == "log" && qtrue(query, "follow")) {
       co_return co_await serve_log(stream, req, *route, query, key);
@@ -504,7 +527,26 @@ struct ApiServer::Impl {
     Reply r = resource_call(req, *route, query, ctype, apply);
     key.code = static_cast<int>(r.status);
     metrics.record(std::move(key));
+    if (fault.action == FaultDecision::Action::DropAfterCommit) co_return false;
+    if (fault.action == FaultDecision::Action::Malformed && r.status / 100 == 2) r.body.resize(r.body.size() / 2);
     co_return co_await write_reply(stream, req, std::move(r));
+  }
+
+  // GET shows the fault configuration and what was injected; PUT or POST replaces it.
+  Reply faults_admin(const Request& req) {
+    if (!options.faults) {
+      return error_reply(status_error(404, "NotFound", "fault injection is not enabled on this server"));
+    }
+    if (req.method() == http::verb::get) return Reply{200, "application/json", options.faults->describe(), {}};
+    if (req.method() == http::verb::put || req.method() == http::verb::post) {
+      auto c = FaultConfig::parse(req.body());
+      if (!c) return error_reply(status_error(400, "BadRequest", c.error().message));
+      options.faults->configure(std::move(*c));
+      spdlog::info("localcluster: faults set to {}", options.faults->config().to_json());
+      return Reply{200, "application/json", options.faults->describe(), {}};
+    }
+    return error_reply(status_error(405, "MethodNotAllowed",
+                                    "the server does not allow this method on the requested resource"));
   }
 
   // ---- non-resource paths ----
@@ -978,7 +1020,7 @@ struct ApiServer::Impl {
 
   template <class Stream>
   asio::awaitable<bool> serve_watch(Stream& stream, const Request& req, const ResourceRoute& route, const Query& q,
-                                    RequestKey key) {
+                                    RequestKey key, const FaultDecision& fault) {
     if (!has_verb(route.info, "watch")) {
       key.code = 405;
       metrics.record(std::move(key));
@@ -994,6 +1036,19 @@ struct ApiServer::Impl {
     wr.resource_version = qget(q, "resourceVersion");
     wr.allow_bookmarks = qtrue(q, "allowWatchBookmarks");
     wr.send_initial_events = qtrue(q, "sendInitialEvents");
+    if (options.faults && options.faults->expire_watch(wr.resource_version)) {
+      // What the watch cache answers when the resourceVersion left its window: 200, then one
+      // ERROR event carrying a 410 Expired Status.
+      auto gone = status_error(410, "Expired", "too old resource version: " + wr.resource_version + " (" +
+                                                   store.resource_version() + ")");
+      metrics.record(key);
+      // A named Reply: GCC 12 destroys a braced temporary inside a co_await expression twice.
+      Reply expired;
+      expired.body = "{\"type\":\"ERROR\",\"object\":" + gone.to_status().dump() + "}\n";
+      co_return co_await write_reply(stream, req, std::move(expired));
+    }
+    int64_t sent = 0;
+    bool cut = false;
     auto watcher = front.watch(route.info, route.ns, wr);
     if (!watcher) {
       key.code = watcher.error().code;
@@ -1031,10 +1086,20 @@ struct ApiServer::Impl {
       bool closed = false;
       auto events = (*watcher)->drain(closed);
       for (const auto& ev : events) {
-        if (!ok) break;
-        ok = co_await write_chunk(stream, event_line(ev, route.info, neg.output, include, columns));
+        if (!ok || cut) break;
+        std::string line = event_line(ev, route.info, neg.output, include, columns);
+        if (fault.malformed_watch && ev.type != "BOOKMARK" && options.faults->roll(fault.malformed_probability)) {
+          options.faults->count("malformed");
+          // Balanced braces, so a decoder that frames by depth still sees a whole (invalid) event.
+          line = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":]}}\n";
+        }
+        ok = co_await write_chunk(stream, line);
+        // Read per event: a cut configured while the watch is open applies to it.
+        const int64_t cut_after = options.faults ? options.faults->watch_cut_after_events() : 0;
+        if (ev.type != "BOOKMARK" && ++sent >= cut_after && cut_after > 0) cut = true;
       }
-      if (!ok || closed || w->client_gone) break;
+      if (cut) options.faults->count("watchCut");
+      if (!ok || closed || cut || w->client_gone) break;
       auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
         // A last bookmark lets the client resume exactly where this watch ends.
@@ -1054,7 +1119,8 @@ struct ApiServer::Impl {
     }
     (*watcher)->set_notify({});
     (*watcher)->stop();
-    co_await finish_stream(stream, w, ok && !w->client_gone);
+    // An aborted cut ends without the last chunk: the client sees the connection break.
+    co_await finish_stream(stream, w, ok && !w->client_gone && !(cut && options.faults->watch_cut_abort()));
     co_return false;
   }
 
@@ -1214,5 +1280,10 @@ void ApiServer::append_pod_log(std::string_view ns, std::string_view pod, std::s
 void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod) { impl_->logs.clear(log_key(ns, pod)); }
 
 const RequestMetrics& ApiServer::metrics() const { return impl_->metrics; }
+
+void ApiServer::set_token(std::string token) {
+  std::lock_guard lock(impl_->token_mu);
+  impl_->options.token = std::move(token);
+}
 
 }  // namespace unitrain::localcluster

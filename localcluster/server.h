@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
 #include "localcluster/tls.h"
@@ -34,6 +35,9 @@ struct ServerOptions {
   size_t max_log_lines_per_pod = 10000;
   // How admission and conversion webhooks given as a Service are reached.
   WebhookOptions webhooks;
+  // Faults to inject (null: none); `GET`/`PUT /unitrain/faults` read and replace its
+  // configuration at runtime. Shared so it outlives a restart of the server.
+  std::shared_ptr<FaultInjector> faults;
 };
 
 class ApiServer {
@@ -56,6 +60,8 @@ class ApiServer {
   void clear_pod_log(std::string_view ns, std::string_view pod);
 
   const RequestMetrics& metrics() const;
+  // Replaces the bearer token clients must send (a rotated service-account token).
+  void set_token(std::string token);
 
  private:
   struct Impl;

@@ -3,8 +3,10 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,8 +39,12 @@ int main(int argc, char** argv) {
     std::string state_dir;
     std::string log_level = "info";
     int threads = 2;
-    bool controllers = false;
     std::vector<std::string> service_endpoints;
+    std::string faults;
+    int64_t fault_seed = -1;
+    std::string controllers = "all";
+    std::string kubelet = "sim";
+    unitrain::localcluster::controllers::KubeletOptions node;
     app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")->capture_default_str();
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
@@ -46,11 +52,21 @@ int main(int argc, char** argv) {
     app.add_option("--state-dir", state_dir, "persist objects here so they survive restarts");
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
-    app.add_flag("--controllers", controllers,
-                 "also run the garbage collector, batch Job controller, scheduler and simulated kubelet, so "
-                 "pods created by an operator run (sim.unitrain.io/* annotations) instead of staying Pending");
     app.add_option("--service-endpoint", service_endpoints,
                    "NAMESPACE/NAME[:PORT]=HOST:PORT: reach webhooks of that Service at HOST:PORT (repeatable)");
+    app.add_option("--faults", faults,
+                   "faults to inject, as JSON or @FILE (see localcluster/README.md); change them at runtime "
+                   "with PUT /unitrain/faults");
+    app.add_option("--fault-seed", fault_seed, "seed of the fault generator (overrides the JSON's seed)");
+    app.add_option("--controllers", controllers, "in-process controllers: all (garbage collector, Job controller, "
+                   "scheduler, kubelet) or none")->capture_default_str()->check(CLI::IsMember({"all", "none"}));
+    app.add_option("--kubelet", kubelet, "sim: the simulated kubelet runs pods; manual: pod phases only change "
+                   "through the API")->capture_default_str()->check(CLI::IsMember({"sim", "manual"}));
+    app.add_option("--nodes", node.nodes, "simulated nodes")->capture_default_str()->check(CLI::Range(0, 10000));
+    app.add_option("--node-cpu", node.cpu, "cpu capacity of each node")->capture_default_str();
+    app.add_option("--node-memory", node.memory, "memory capacity of each node")->capture_default_str();
+    app.add_option("--node-gpu", node.gpu, "nvidia.com/gpu capacity of each node")->capture_default_str();
+    app.add_option("--node-pods", node.pods, "pod capacity of each node")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
     auto logger = spdlog::stderr_color_mt("localcluster");
@@ -61,6 +77,7 @@ int main(int argc, char** argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     // A client that goes away mid-write must not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
@@ -78,19 +95,57 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    if (!faults.empty()) {
+      std::string text = faults;
+      if (faults.front() == '@') {
+        std::ifstream in(faults.substr(1));
+        if (!in) {
+          spdlog::error("--faults: cannot read {}", faults.substr(1));
+          return 2;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+      }
+      auto c = unitrain::localcluster::FaultConfig::parse(text);
+      if (!c) {
+        spdlog::error("--faults: {}", c.error().message);
+        return 2;
+      }
+      options.faults = std::move(*c);
+    }
+    if (fault_seed >= 0) options.faults.seed = static_cast<uint64_t>(fault_seed);
+    unitrain::localcluster::LocalCluster* self = nullptr;
+    if (controllers == "all") {
+      node.manual = kubelet == "manual";
+      options.attach = [&self, node](unitrain::localcluster::Store& store) -> std::shared_ptr<void> {
+        unitrain::localcluster::controllers::ControllersOptions co;
+        co.kubelet_options = node;
+        co.kubelet_options.log = [&self](std::string_view ns, std::string_view pod, std::string_view line) {
+          if (self != nullptr) self->append_pod_log(ns, pod, line);
+        };
+        return std::make_shared<unitrain::localcluster::controllers::Controllers>(store, std::move(co));
+      };
+    }
     unitrain::localcluster::LocalCluster cluster(options);
+    self = &cluster;
     if (auto s = cluster.start(); !s) {
       spdlog::error("{}", s.error().message);
       return 1;
     }
-    std::unique_ptr<unitrain::localcluster::controllers::Controllers> running;
-    if (controllers)
-      running = std::make_unique<unitrain::localcluster::controllers::Controllers>(
-          cluster.store(), unitrain::localcluster::controllers::ControllersOptions{});
     std::cout << "ready " << cluster.url() << std::endl;
-    int sig = wait_for_signal(set);
+    // SIGHUP restarts the whole cluster in place (state kept with --state-dir), for tests of
+    // clients that must survive an API server restart.
+    int sig = 0;
+    while ((sig = wait_for_signal(set)) == SIGHUP) {
+      spdlog::info("localcluster: SIGHUP received, restarting");
+      if (auto s = cluster.restart(); !s) {
+        spdlog::error("restart: {}", s.error().message);
+        return 1;
+      }
+      spdlog::info("localcluster: restarted at {}", cluster.url());
+    }
     spdlog::info("localcluster: signal {} received, stopping", sig);
-    running.reset();
     cluster.stop();
     return 0;
   } catch (const std::exception& e) {

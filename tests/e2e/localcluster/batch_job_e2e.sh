@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# kubectl v1.32 against build/bin/localcluster with its controllers: a batch/v1 Job whose pods
+# fail twice (sim.unitrain.io/fail-times: "2") completes with backoffLimit 3 and ends Failed with
+# reason BackoffLimitExceeded with backoffLimit 1; a restart of the cluster with --state-dir
+# (SIGHUP) keeps both Jobs and their status.
+# Usage: batch_job_e2e.sh LOCALCLUSTER_BINARY
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+bin=${1:?usage: batch_job_e2e.sh LOCALCLUSTER_BINARY}
+command -v kubectl >/dev/null || die "kubectl is not installed"
+work=$(mktemp -d)
+cleanup() {
+  local rc=$?
+  stop_cluster || rc=1
+  if [[ $rc -ne 0 ]]; then echo "--- localcluster stderr (tail)"; tail -n 30 "$work/stderr" 2>/dev/null || true; fi
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+start_cluster "$bin" "$work" --state-dir "$work/state"
+
+job() {  # job NAME BACKOFF_LIMIT
+  cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+spec:
+  backoffLimit: $2
+  template:
+    metadata:
+      annotations:
+        sim.unitrain.io/fail-times: "2"
+        sim.unitrain.io/duration: 200ms
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox:1.36
+YAML
+}
+
+step "a Job failing twice completes within backoffLimit 3"
+job flaky 3 | k apply -f - | grep -q "job.batch/flaky created" || die "apply of flaky"
+k wait --for=condition=Complete job/flaky --timeout=60s | grep -q "condition met" || die "flaky did not complete"
+got=$(k get job flaky -o jsonpath='{.status.succeeded}/{.status.failed}')
+[[ $got == 1/2 ]] || die "flaky succeeded/failed = $got, want 1/2"
+pods=$(k get pods -l batch.kubernetes.io/job-name=flaky -o jsonpath='{range .items[*]}{.status.phase}{" "}{end}')
+[[ $(wc -w <<<"$pods") -eq 3 ]] || die "flaky should have made 3 pods, has: $pods"
+[[ $(grep -o Failed <<<"$pods" | wc -l) -eq 2 && $(grep -o Succeeded <<<"$pods" | wc -l) -eq 1 ]] ||
+  die "flaky pod phases: $pods"
+k get pods -l job-name=flaky -o name | grep -Eq '^pod/flaky-[a-z0-9]{5}$' || die "pod names are not <job>-<5 chars>"
+
+step "a Job failing twice with backoffLimit 1 ends Failed/BackoffLimitExceeded"
+job doomed 1 | k apply -f - >/dev/null
+k wait --for=condition=Failed job/doomed --timeout=60s | grep -q "condition met" || die "doomed did not fail"
+reason=$(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')
+[[ $reason == BackoffLimitExceeded ]] || die "doomed Failed reason = '$reason'"
+msg=$(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
+[[ $msg == "Job has reached the specified backoff limit" ]] || die "doomed Failed message = '$msg'"
+k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Complete")].type}' | grep -q . &&
+  die "doomed is both Failed and Complete"
+[[ $(k get job doomed -o jsonpath='{.status.failed}') == 2 ]] || die "doomed status.failed is not 2"
+
+step "kubectl get jobs shows both"
+jobs=$(k get jobs)
+echo "$jobs"
+grep -Eq '^flaky +(Complete +)?1/1 ' <<<"$jobs" || die "get jobs row for flaky: $jobs"
+grep -Eq '^doomed +(Failed +)?0/1 ' <<<"$jobs" || die "get jobs row for doomed: $jobs"
+
+step "a restart (SIGHUP) with --state-dir keeps the Jobs and their status"
+kill -HUP "$CLUSTER_PID"
+for _ in $(seq 1 50); do
+  grep -q "restarted at" "$work/stderr" && break
+  sleep 0.1
+done
+grep -q "restarted at" "$work/stderr" || die "no restart within 5s of SIGHUP"
+[[ $(k get job flaky -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}') == True ]] ||
+  die "flaky lost its Complete condition across the restart"
+[[ $(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}') == BackoffLimitExceeded ]] ||
+  die "doomed lost its Failed condition across the restart"
+
+step "deleting a Job removes its pods (background propagation, the garbage collector)"
+k delete job flaky --cascade=background >/dev/null
+for _ in $(seq 1 100); do
+  [[ -z $(k get pods -l job-name=flaky -o name) ]] && break
+  sleep 0.1
+done
+[[ -z $(k get pods -l job-name=flaky -o name) ]] || die "flaky's pods outlived the job"
+echo "PASS"

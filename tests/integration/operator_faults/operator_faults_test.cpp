@@ -1,0 +1,269 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/controller/job_controller.h"
+#include "core/framework/registry.h"
+#include "core/kube/rest_client.h"
+#include "frameworks/mpi/v2/register.h"
+#include "frameworks/pytorch/register.h"
+#include "localcluster/controllers/controllers.h"
+#include "localcluster/local_cluster.h"
+
+namespace c = unitrain::controller;
+namespace fw = unitrain::framework;
+namespace json = unitrain::json;
+namespace kube = unitrain::kube;
+namespace lc = unitrain::localcluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+class NullSink final : public c::EventSink {
+ public:
+  void event(const json::Value&, std::string_view, std::string_view, std::string) override {}
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 90s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+// Counts pod creations per name straight from the store, which no injected fault touches: a
+// duplicate pod (a second creation under one name, or a pod beyond the expected set) shows here.
+class PodCreations {
+ public:
+  explicit PodCreations(lc::Store& store) {
+    auto pods = store.find_resource("", "v1", "pods");
+    REQUIRE(pods);
+    lc::WatchRequest wr;
+    auto w = store.watch(*pods, "default", wr);
+    REQUIRE(w);
+    watcher_ = std::move(*w);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        bool closed = false;
+        for (const auto& ev : watcher_->drain(closed)) {
+          if (ev.type != "ADDED" || !ev.object) continue;
+          auto doc = json::Document::parse(*ev.object);
+          if (!doc) continue;
+          std::lock_guard g(mu_);
+          ++counts_[std::string(json::get_string(doc->root(), "/metadata/name").value_or(""))];
+        }
+        std::this_thread::sleep_for(10ms);
+      }
+    });
+  }
+  ~PodCreations() {
+    stop_ = true;
+    thread_.join();
+    watcher_->stop();
+  }
+  std::map<std::string, int> counts() {
+    std::lock_guard g(mu_);
+    return counts_;
+  }
+
+ private:
+  std::unique_ptr<lc::Watcher> watcher_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<std::string, int> counts_;
+  std::thread thread_;
+};
+
+const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
+const kube::GroupVersionResource kMPIJobs{"kubeflow.org", "v2beta1", "mpijobs"};
+
+// 10% 500s, 5% 429s and 5% 409s on every write of the operator, watches cut every 5 events and
+// the first two watch resumes answered 410.
+constexpr const char* kFaults = R"({"seed":2024,"rules":[{"verbs":"write","error500":0.1,"error429":0.05,
+    "retryAfterSeconds":1,"error409":0.05}],"watchCutAfterEvents":5,"watchExpireResumes":2})";
+
+struct Env {
+  lc::LocalCluster cluster{[] {
+    lc::LocalClusterOptions o;
+    o.attach = [](lc::Store& s) -> std::shared_ptr<void> {
+      return std::make_shared<lc::controllers::Controllers>(s, lc::controllers::ControllersOptions{});
+    };
+    return o;
+  }()};
+  std::unique_ptr<kube::RestClient> client;
+  kube::RealClock clock;
+  NullSink events;
+  fw::Registry registry;
+
+  Env() {
+    REQUIRE(cluster.start());
+    kube::RestConfig cfg;
+    cfg.scheme = "http";
+    cfg.host = "127.0.0.1";
+    cfg.port = cluster.port();
+    cfg.qps = -1;
+    auto rc = kube::RestClient::create(cfg);
+    REQUIRE(rc);
+    client = std::move(*rc);
+    REQUIRE(unitrain::frameworks::pytorch::register_pytorch(registry));
+    REQUIRE(unitrain::frameworks::mpi::v2::register_mpi_v2(registry));
+  }
+
+  // The CRD file, whichever of the names the manifests use for it.
+  void install_crd(std::initializer_list<const char*> files) {
+    for (const char* f : files) {
+      std::string path = std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + f;
+      if (!std::filesystem::exists(path)) continue;
+      auto docs = json::parse_yaml(read_file(path));
+      REQUIRE(docs);
+      for (const auto& d : *docs)
+        REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
+      std::this_thread::sleep_for(200ms);
+      return;
+    }
+    FAIL("no CRD file found");
+  }
+
+  std::unique_ptr<c::JobController> controller(std::string_view name) {
+    auto plugin = registry.instantiate(name, {});
+    REQUIRE(plugin);
+    auto ctl = std::make_unique<c::JobController>(*client, clock, events, std::move(*plugin), c::JobControllerOptions{});
+    ctl->start();
+    REQUIRE(ctl->wait_for_sync(std::chrono::seconds(10)));
+    return ctl;
+  }
+
+  std::string true_conditions(const kube::GroupVersionResource& r, std::string_view name) {
+    auto obj = cluster.store().find_resource(r.group, r.version, r.resource);
+    REQUIRE(obj);
+    auto got = cluster.store().get(*obj, "default", name);
+    if (!got) return "";
+    std::string out;
+    if (const json::Value* conds = json::find(got->root(), "/status/conditions"))
+      for (const auto& cond : conds->GetArray())
+        if (json::get_string(cond, "/status") == "True") out += std::string(json::get_string(cond, "/type").value_or("")) + " ";
+    return out;
+  }
+
+  json::Document stored(const kube::GroupVersionResource& r, std::string_view name) {
+    auto info = cluster.store().find_resource(r.group, r.version, r.resource);
+    REQUIRE(info);
+    auto got = cluster.store().get(*info, "default", name);
+    REQUIRE(got);
+    return std::move(*got);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("PyTorchJob and MPIJob v2 reach Succeeded through 500/429/409 on writes, cut watches and 410",
+          "[faults]") {
+  Env env;
+  env.install_crd({"kubeflow.org_pytorchjobs.yaml"});
+  env.install_crd({"kubeflow.org_mpijobs_v2beta1.yaml", "kubeflow.org_mpijobs.yaml"});
+  PodCreations creations(env.cluster.store());
+  env.cluster.faults().configure(*lc::FaultConfig::parse(kFaults));
+  auto pytorch = env.controller("pytorchjob");
+  auto mpi = env.controller("mpijob-v2");
+
+  auto jobs = json::parse_yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: torch, namespace: default}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        spec: {containers: [{name: pytorch, image: example.com/train:1}]}
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        spec: {containers: [{name: pytorch, image: example.com/train:1}]}
+---
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: pi, namespace: default}
+spec:
+  slotsPerWorker: 1
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        spec: {containers: [{name: launcher, image: example.com/mpi:1}]}
+    Worker:
+      replicas: 2
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: worker, image: example.com/mpi:1}]}
+)");
+  REQUIRE(jobs);
+  // The test's own creates go through the same faults: retry them as a user would.
+  auto create = [&](const kube::GroupVersionResource& r, const json::Value& obj) {
+    for (int i = 0; i < 20; ++i) {
+      auto got = env.client->create(r, "default", obj);
+      if (got || got.error().is(kube::ApiError::Reason::AlreadyExists)) return;
+    }
+    FAIL("could not create the job through the faults");
+  };
+  create(kPyTorchJobs, (*jobs)[0].root());
+  create(kMPIJobs, (*jobs)[1].root());
+
+  REQUIRE(eventually([&] { return env.true_conditions(kPyTorchJobs, "torch").find("Succeeded") != std::string::npos; }));
+  REQUIRE(eventually([&] { return env.true_conditions(kMPIJobs, "pi").find("Succeeded") != std::string::npos; }));
+  CHECK(env.true_conditions(kPyTorchJobs, "torch").find("Failed") == std::string::npos);
+  CHECK(env.true_conditions(kMPIJobs, "pi").find("Failed") == std::string::npos);
+
+  // No lost status: the replica counts the jobs finished with are on the server.
+  auto torch = env.stored(kPyTorchJobs, "torch");
+  CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Master/succeeded") == 1);
+  CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Worker/succeeded") == 3);
+  CHECK(json::find(torch.root(), "/status/completionTime") != nullptr);
+  auto pi = env.stored(kMPIJobs, "pi");
+  CHECK(json::get_int(pi.root(), "/status/replicaStatuses/Launcher/succeeded") == 1);
+
+  // No duplicate pods: each expected name created once, nothing else but the launcher Job's pod.
+  std::this_thread::sleep_for(1s);
+  auto counts = creations.counts();
+  for (const char* name : {"torch-master-0", "torch-worker-0", "torch-worker-1", "torch-worker-2", "pi-worker-0",
+                           "pi-worker-1"}) {
+    INFO(name);
+    CHECK(counts[name] == 1);
+  }
+  int launcher_pods = 0;
+  for (const auto& [name, n] : counts) {
+    if (name.rfind("pi-launcher-", 0) == 0) launcher_pods += n;
+  }
+  CHECK(launcher_pods == 1);
+  CHECK(counts.size() == 7);
+
+  auto injected = env.cluster.faults().counts();
+  std::string summary;
+  for (const auto& [k, n] : injected) summary += fmt::format("{}={} ", k, n);
+  WARN("faults injected: " << summary);
+  CHECK(injected["500"] > 0);
+  CHECK(injected["watchCut"] > 0);
+  CHECK(injected["watchExpired"] == 2);
+  CHECK(injected["429"] + injected["409"] > 0);
+}
