@@ -19,7 +19,7 @@ for i in $(seq $jobs); do
 done >"$work/jobs.yaml"
 k apply -f "$work/jobs.yaml" >/dev/null || fail "submitting $jobs jobs"
 
-"$bin" --enable-scheme pytorchjob --kubeconfig "$work/kubeconfig" --kube-api-qps 10 --kube-api-burst 1 \
+"$bin" --enable-scheme pytorchjob --kubeconfig "$work/kubeconfig" --disable-webhooks --kube-api-qps 10 --kube-api-burst 1 \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0 >/dev/null 2>"$work/op.log" &
 op=$!
 pids+=($op)

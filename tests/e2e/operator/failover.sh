@@ -45,7 +45,7 @@ declare -A pid_of metrics_of probes_of
 start_operator() {  # name
   local n=$1
   "$bin" --leader-elect --leader-election-id "$lease" --leader-election-namespace default \
-    --kubeconfig "$work/kubeconfig" --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    --kubeconfig "$work/kubeconfig" --disable-webhooks --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
     >/dev/null 2>"$work/$n.log" &
   pid_of[$n]=$!
   pids+=($!)

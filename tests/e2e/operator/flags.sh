@@ -24,7 +24,7 @@ for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads 
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
 done
 check_bad --enable-scheme --enable-scheme nosuchjob
-check_bad --enable-scheme --enable-scheme=-pytorchjob,-mpijob
+check_bad --enable-scheme --enable-scheme=-tfjob,-pytorchjob,-mxjob,-xgboostjob,-paddlejob,-mpijob-v1,-mpijob-v2
 check_bad --gang-scheduler-name --gang-scheduler-name 'Not a scheduler!'
 check_bad --namespace --namespace Bad_Namespace
 check_bad --namespace --namespace ok --namespace 'also bad'
@@ -88,7 +88,7 @@ grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z error training-operator --kubeco
 # enabled, then stops at the missing kubeconfig).
 check_alias() {  # alias canonical-name
   local out
-  out=$("$bin" --enable-scheme "$1" --kubeconfig /nonexistent --metrics-bind-address 0 \
+  out=$("$bin" --enable-scheme "$1" --kubeconfig "$bad_kc" --metrics-bind-address 0 \
         --health-probe-bind-address 0 2>&1)
   if [[ $out != *"enabled frameworks: $2"$'\n'* && $out != *"enabled frameworks: $2" ]]; then
     echo "FAIL: --enable-scheme $1 did not enable exactly $2: $out"; fails=$((fails+1)); return

@@ -9,7 +9,7 @@ bin=$1 src=$2
 command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
 probe_port=$((20000 + RANDOM % 20000))
-"$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
+"$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address "127.0.0.1:$probe_port" --crd-dir "$src/manifests/crds" \
   >"$work/stdout" 2>"$work/stderr" &
 pid=$!

@@ -20,7 +20,7 @@ k apply --server-side -f "$src/manifests/crds/kubeflow.org_pytorchjobs.yaml" >/d
 declare -A probes
 for n in a b; do
   "$bin" --enable-scheme pytorchjob,mpijob --leader-elect --leader-election-id readyz-e2e \
-    --leader-election-namespace default --kubeconfig "$work/kubeconfig" \
+    --leader-election-namespace default --kubeconfig "$work/kubeconfig" --disable-webhooks \
     --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0 >/dev/null 2>"$work/$n.log" &
   pids+=($!)
   for _ in $(seq 100); do

@@ -31,7 +31,8 @@ ca_of_config() { k get validatingwebhookconfiguration validator.training-operato
 ca_of_config >"$work/ca.pem" || fail "no caBundle in validator.training-operator.kubeflow.org"
 k get secret -n kubeflow training-operator-webhook-cert -o jsonpath='{.data.ca\.crt}' | base64 -d | cmp -s - "$work/ca.pem" \
   || fail "the Secret's ca.crt differs from the configuration's caBundle"
-url=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org -o jsonpath='{.webhooks[0].clientConfig.url}')
+url=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org \
+        -o jsonpath='{.webhooks[?(@.name=="validator.pytorchjob.training-operator.kubeflow.org")].clientConfig.url}')
 [[ $url == "https://127.0.0.1:$port/validate-kubeflow-org-v1-pytorchjob" ]] || fail "webhook url is '$url'"
 policies=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org \
            -o jsonpath='{.webhooks[*].matchPolicy}' | tr ' ' '\n' | sort -u)

@@ -74,7 +74,7 @@ TEST_CASE("parse rejects duplicate keys, naming the key and the object") {
   CHECK(Document::parse(R"({"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]})"));
 }
 
-TEST_CASE("a document's pool is sized to its content, not RapidJSON's 64 KiB chunk") {
+TEST_CASE("a document's pool is sized to its content and not RapidJSON's 64 KiB chunk") {
   std::string text = R"({"metadata":{"name":"job-worker-0","labels":{"training.kubeflow.org/job-name":"job"}},"items":[)";
   for (int i = 0; i < 40; ++i) text += fmt::format(R"({}{{"name":"container-number-{}","image":"registry/image:tag"}})", i ? "," : "", i);
   text += "]}";

@@ -428,7 +428,6 @@ TEST_CASE("pytorch: one headless service per pod with every port of the pytorch 
   const auto& m = (*objs)[0];
   CHECK(m.resource.group_resource() == "services");
   CHECK(m.update == fw::DesiredObject::Update::Never);
-  CHECK(m.prune_undesired);
   CHECK(m.object.dump() ==
         R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"sendrecv-master-0","namespace":"ml","labels":{"training.kubeflow.org/job-name":"sendrecv","training.kubeflow.org/operator-name":"pytorchjob-controller","training.kubeflow.org/replica-index":"0","training.kubeflow.org/replica-type":"master"}},"spec":{"clusterIP":"None","selector":{"training.kubeflow.org/job-name":"sendrecv","training.kubeflow.org/operator-name":"pytorchjob-controller","training.kubeflow.org/replica-index":"0","training.kubeflow.org/replica-type":"master"},"ports":[{"name":"pytorchjob-port","port":23456}]}})");
   CHECK(json::get_string((*objs)[3].object.root(), "/metadata/name") == "sendrecv-worker-2");
