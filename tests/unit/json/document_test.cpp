@@ -80,9 +80,11 @@ TEST_CASE("a document's pool is sized to its content and not RapidJSON's 64 KiB 
   text += "]}";
   auto parsed = Document::parse(text);
   REQUIRE(parsed);
-  CHECK(parsed->allocated_bytes() <= 2 * text.size() + 1024);
+  // Values take 16 bytes and members 32, so a document of short strings holds about twice its
+  // text; RapidJSON's own pool would start at 64 KiB.
+  CHECK(parsed->allocated_bytes() <= 4 * text.size());
   auto copy = Document::copy_of(parsed->root());
-  CHECK(copy.allocated_bytes() <= 2 * text.size());
+  CHECK(copy.allocated_bytes() <= parsed->allocated_bytes());
   CHECK(copy == *parsed);
   Document built = Document::object();
   REQUIRE(json::set_string(built, "/a", "b"));
