@@ -111,6 +111,19 @@ reject() {  # file-content expected-field
 reject '{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad-pt","namespace":"default"},
   "spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"pytorch"}]}}}}}}' \
   'spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image'
+reject '{"apiVersion":"kubeflow.org/v1","kind":"TFJob","metadata":{"name":"bad-tf","namespace":"default"},
+  "spec":{"tfReplicaSpecs":{"Chief":{"replicas":1,"template":{"spec":{"containers":[{"name":"tensorflow","image":"x"}]}}},
+          "Master":{"replicas":1,"template":{"spec":{"containers":[{"name":"tensorflow","image":"x"}]}}}}}}' \
+  'spec.tfReplicaSpecs'
+reject '{"apiVersion":"kubeflow.org/v1","kind":"MXJob","metadata":{"name":"bad-mx","namespace":"default"},
+  "spec":{"jobMode":"MXTrain","mxReplicaSpecs":{"Scheduler":{"replicas":2,"template":{"spec":{"containers":[{"name":"mxnet","image":"x"}]}}}}}}' \
+  'spec.mxReplicaSpecs[Scheduler].replicas'
+reject '{"apiVersion":"kubeflow.org/v1","kind":"XGBoostJob","metadata":{"name":"bad-xgb","namespace":"default"},
+  "spec":{"xgbReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"xgboost","image":"x"}]}}}}}}' \
+  'spec.xgbReplicaSpecs[Master]'
+reject '{"apiVersion":"kubeflow.org/v1","kind":"PaddleJob","metadata":{"name":"bad-paddle","namespace":"default"},
+  "spec":{"paddleReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"paddle"}]}}}}}}' \
+  'spec.paddleReplicaSpecs[Worker].template.spec.containers[0].image'
 reject '{"apiVersion":"kubeflow.org/v1","kind":"MPIJob","metadata":{"name":"bad-v1","namespace":"default"},
   "spec":{"mpiReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"mpi","image":"x"}]}}}}}}' \
   'spec.mpiReplicaSpecs[Launcher]'
