@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "localcluster/kubeconfig_out.h"
 #include "localcluster/server.h"
 #include "localcluster/tls.h"
@@ -56,6 +58,13 @@ Status LocalCluster::start_server(const std::string& listen) {
   opts.threads = options_.threads;
   opts.webhooks = options_.webhooks;
   opts.faults = faults_;
+  opts.request_restart = [this] {
+    {
+      std::lock_guard g(restart_mu_);
+      restart_wanted_ = true;
+    }
+    restart_cv_.notify_all();
+  };
   token_ = options_.token;
   if (options_.tls) {
     auto tls = load_or_make_tls(options_.state_dir);
@@ -76,6 +85,7 @@ Status LocalCluster::start_server(const std::string& listen) {
 }
 
 Status LocalCluster::start() {
+  std::lock_guard lifecycle(lifecycle_mu_);
   if (server_) return fail("local cluster: already started");
   if (auto s = open_store(); !s) return s;
   if (auto s = start_server(options_.listen); !s) return s;
@@ -86,16 +96,19 @@ Status LocalCluster::start() {
     if (!ca_pem_.empty()) spec.ca_pem = ca_pem_;
     spec.token = token_;
     if (auto s = write_kubeconfig(*options_.kubeconfig_out, spec); !s) {
-      stop();
+      stop_server();
       return s;
     }
     kubeconfig_path_ = *options_.kubeconfig_out;
   }
   if (options_.attach) attached_ = options_.attach(*store_);
+  restarter_stopping_ = false;
+  restarter_ = std::thread([this] { run_requested_restarts(); });
   return {};
 }
 
 Status LocalCluster::restart() {
+  std::lock_guard lifecycle(lifecycle_mu_);
   if (!server_) return fail("local cluster: restart before start");
   // Same host, same port: kubeconfigs and clients keep pointing at it.
   std::string listen = options_.listen.substr(0, options_.listen.rfind(':')) + ":" + std::to_string(server_->port());
@@ -117,7 +130,33 @@ void LocalCluster::rotate_token(std::string token) {
   if (server_) server_->set_token(std::move(token));
 }
 
+void LocalCluster::run_requested_restarts() {
+  std::unique_lock lock(restart_mu_);
+  for (;;) {
+    restart_cv_.wait(lock, [&] { return restart_wanted_ || restarter_stopping_; });
+    if (restarter_stopping_) return;
+    restart_wanted_ = false;
+    lock.unlock();
+    if (auto s = restart(); !s) spdlog::error("localcluster: restart: {}", s.error().message);
+    else spdlog::info("localcluster: restarted at {}", url());
+    lock.lock();
+  }
+}
+
 void LocalCluster::stop() {
+  if (restarter_.joinable()) {
+    {
+      std::lock_guard g(restart_mu_);
+      restarter_stopping_ = true;
+    }
+    restart_cv_.notify_all();
+    restarter_.join();
+  }
+  std::lock_guard lifecycle(lifecycle_mu_);
+  stop_server();
+}
+
+void LocalCluster::stop_server() {
   attached_.reset();
   if (server_) server_->stop();
   server_.reset();

@@ -3,7 +3,10 @@
 // `localcluster` binary is a thin CLI around it. Stops in its destructor.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +56,7 @@ class LocalCluster {
   // the store is reopened from the state directory (without one, the in-memory store is kept),
   // and the server serves again on the same port. Clients see what a restarted kube-apiserver
   // gives them: broken connections, then 410 for watches from an old resourceVersion.
+  // `POST /unitrain/restart` does the same from outside the process.
   Status restart();
 
   std::string url() const;    // "http://127.0.0.1:PORT"; empty before start()
@@ -84,6 +88,16 @@ class LocalCluster {
   std::shared_ptr<void> attached_;     // after store_: destroyed first
   std::unique_ptr<ApiServer> server_;  // after store_: destroyed first
   RequestMetrics no_metrics_;
+
+  // Restarts asked for over HTTP run here: the server cannot stop itself from its own thread.
+  void run_requested_restarts();
+  void stop_server();  // with lifecycle_mu_ held
+  std::mutex lifecycle_mu_;  // start, restart and stop, one at a time
+  std::mutex restart_mu_;
+  std::condition_variable restart_cv_;
+  bool restart_wanted_ = false;
+  bool restarter_stopping_ = false;
+  std::thread restarter_;
 };
 
 }  // namespace unitrain::localcluster

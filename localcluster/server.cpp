@@ -484,6 +484,14 @@ struct ApiServer::Impl {
       metrics.record({std::string(http::to_string(req.method())), "", "", "", "", static_cast<int>(r.status)});
       co_return co_await write_reply(stream, req, std::move(r));
     }
+    if (path == "/unitrain/restart") {
+      Reply r = restart_admin(req);
+      const bool accepted = r.status == 202;
+      metrics.record({std::string(http::to_string(req.method())), "", "", "", "", static_cast<int>(r.status)});
+      co_await write_reply(stream, req, std::move(r));
+      if (accepted) options.request_restart();
+      co_return !accepted;  // the restart closes every connection anyway
+    }
     auto segs = split_path(path);
     bool is_resource_path = (segs.size() >= 3 && segs[0] == "api") || (segs.size() >= 4 && segs[0] == "apis");
     if (!is_resource_path) {
@@ -533,6 +541,18 @@ struct ApiServer::Impl {
   }
 
   // GET shows the fault configuration and what was injected; PUT or POST replaces it.
+  Reply restart_admin(const Request& req) {
+    if (!options.request_restart) {
+      return error_reply(status_error(404, "NotFound", "restart is not available on this server"));
+    }
+    if (req.method() != http::verb::post) {
+      return error_reply(status_error(405, "MethodNotAllowed",
+                                      "the server does not allow this method on the requested resource"));
+    }
+    spdlog::info("localcluster: restart requested through /unitrain/restart");
+    return Reply{202, "application/json", R"({"restarting":true})", {}};
+  }
+
   Reply faults_admin(const Request& req) {
     if (!options.faults) {
       return error_reply(status_error(404, "NotFound", "fault injection is not enabled on this server"));

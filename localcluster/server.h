@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct ServerOptions {
   // Faults to inject (null: none); `GET`/`PUT /unitrain/faults` read and replace its
   // configuration at runtime. Shared so it outlives a restart of the server.
   std::shared_ptr<FaultInjector> faults;
+  // `POST /unitrain/restart` calls this once its 202 reply is written (null: the endpoint is 404).
+  // It runs on a server thread, so it only asks for the restart, which stops this server.
+  std::function<void()> request_restart;
 };
 
 class ApiServer {

@@ -2,7 +2,7 @@
 # kubectl v1.32 against build/bin/localcluster with its controllers: a batch/v1 Job whose pods
 # fail twice (sim.unitrain.io/fail-times: "2") completes with backoffLimit 3 and ends Failed with
 # reason BackoffLimitExceeded with backoffLimit 1; a restart of the cluster with --state-dir
-# (SIGHUP) keeps both Jobs and their status.
+# (SIGHUP, then POST /unitrain/restart) keeps both Jobs and their status.
 # Usage: batch_job_e2e.sh LOCALCLUSTER_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +50,9 @@ pods=$(k get pods -l batch.kubernetes.io/job-name=flaky -o jsonpath='{range .ite
 [[ $(wc -w <<<"$pods") -eq 3 ]] || die "flaky should have made 3 pods, has: $pods"
 [[ $(grep -o Failed <<<"$pods" | wc -l) -eq 2 && $(grep -o Succeeded <<<"$pods" | wc -l) -eq 1 ]] ||
   die "flaky pod phases: $pods"
-k get pods -l job-name=flaky -o name | grep -Eq '^pod/flaky-[a-z0-9]{5}$' || die "pod names are not <job>-<5 chars>"
+# Captured first: with pipefail, grep -q leaving early would fail kubectl's write (SIGPIPE).
+names=$(k get pods -l job-name=flaky -o name)
+[[ -n $names ]] && ! grep -Evq '^pod/flaky-[a-z0-9]{5}$' <<<"$names" || die "pod names are not <job>-<5 chars>: $names"
 
 step "a Job failing twice with backoffLimit 1 ends Failed/BackoffLimitExceeded"
 job doomed 1 | k apply -f - >/dev/null
@@ -80,6 +82,16 @@ grep -q "restarted at" "$work/stderr" || die "no restart within 5s of SIGHUP"
   die "flaky lost its Complete condition across the restart"
 [[ $(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}') == BackoffLimitExceeded ]] ||
   die "doomed lost its Failed condition across the restart"
+
+step "POST /unitrain/restart restarts it at runtime, state kept"
+k create --raw /unitrain/restart -f - <<<'{}' | grep -q '"restarting":true' || die "POST /unitrain/restart was not accepted"
+for _ in $(seq 1 50); do
+  [[ $(grep -c "restarted at" "$work/stderr") -ge 2 ]] && break
+  sleep 0.1
+done
+[[ $(grep -c "restarted at" "$work/stderr") -ge 2 ]] || die "no restart within 5s of POST /unitrain/restart"
+[[ $(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}') == BackoffLimitExceeded ]] ||
+  die "doomed lost its Failed condition across the runtime restart"
 
 step "deleting a Job removes its pods (background propagation, the garbage collector)"
 k delete job flaky --cascade=background >/dev/null
