@@ -263,7 +263,7 @@ std::pair<std::string, std::string> kind_of(const ResourceInfo& r, std::string_v
 
 Value group_version_kind(std::string_view api_version, std::string_view kind, json::Allocator& a) {
   size_t slash = api_version.find('/');
-  std::string_view g = slash == std::string_view::npos ? std::string_view{} : api_version.substr(0, slash);
+  std::string_view g = slash == std::string_view::npos ? std::string_view("") : api_version.substr(0, slash);
   std::string_view v = slash == std::string_view::npos ? api_version : api_version.substr(slash + 1);
   Value o(rapidjson::kObjectType);
   o.AddMember("group", json::str(g, a), a);
