@@ -348,12 +348,12 @@ struct ApiFront::Impl {
   // ConversionReview, keeping each object's metadata except labels and annotations, as
   // kube-apiserver does.
   StoreResult<void> convert(const Conversion& c, std::vector<Document*> objects, const std::string& desired) {
-    std::vector<Document*> todo;
+    std::vector<Document*> to_convert;
     for (Document* d : objects) {
-      if (d->root().IsObject() && str_at(d->root(), "/apiVersion") != desired) todo.push_back(d);
+      if (d->root().IsObject() && str_at(d->root(), "/apiVersion") != desired) to_convert.push_back(d);
     }
-    if (todo.empty()) return {};
-    std::string source = str_at(todo.front()->root(), "/apiVersion");
+    if (to_convert.empty()) return {};
+    std::string source = str_at(to_convert.front()->root(), "/apiVersion");
     auto failed = [&](const std::string& why) {
       return internal_error(fmt::format("conversion webhook for {} failed: {}", gvk_text(source, c.kind), why));
     };
@@ -366,7 +366,7 @@ struct ApiFront::Impl {
     request.AddMember("uid", json::str(uid, a), a);
     request.AddMember("desiredAPIVersion", json::str(desired, a), a);
     Value objs(rapidjson::kArrayType);
-    for (Document* d : todo) objs.PushBack(json::clone(d->root(), a), a);
+    for (Document* d : to_convert) objs.PushBack(json::clone(d->root(), a), a);
     request.AddMember("objects", objs, a);
     review.root().AddMember("request", request, a);
 
@@ -385,11 +385,11 @@ struct ApiFront::Impl {
     }
     const Value* converted = json::find(resp, "/response/convertedObjects");
     size_t got = converted != nullptr && converted->IsArray() ? converted->Size() : 0;
-    if (got != todo.size()) {
+    if (got != to_convert.size()) {
       return fail(internal_error(fmt::format("conversion webhook for {} returned {} objects, expected {}",
-                                             gvk_text(source, c.kind), got, todo.size())));
+                                             gvk_text(source, c.kind), got, to_convert.size())));
     }
-    for (size_t i = 0; i < todo.size(); ++i) {
+    for (size_t i = 0; i < to_convert.size(); ++i) {
       const Value& out = (*converted)[static_cast<rapidjson::SizeType>(i)];
       if (str_at(out, "/apiVersion") != desired) {
         return fail(failed(fmt::format("invalid converted object at index {}: invalid apiVersion \"{}\", expected \"{}\"",
@@ -397,7 +397,7 @@ struct ApiFront::Impl {
       }
       Document next = Document::copy_of(out);
       // Only labels and annotations may change; everything else of metadata stays as stored.
-      Value meta = json::clone(todo[i]->root()["metadata"], next.alloc());
+      Value meta = json::clone(to_convert[i]->root()["metadata"], next.alloc());
       for (const char* k : {"labels", "annotations"}) {
         if (meta.HasMember(k)) meta.RemoveMember(k);
         if (const Value* v = json::find(out, std::string("/metadata/") + k)) {
@@ -405,7 +405,7 @@ struct ApiFront::Impl {
         }
       }
       set_member(next, "metadata", std::move(meta));
-      *todo[i] = std::move(next);
+      *to_convert[i] = std::move(next);
     }
     return {};
   }
