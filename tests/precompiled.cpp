@@ -1,0 +1,1 @@
+// Owner of the tests' precompiled header (see tests/CMakeLists.txt); it has no code of its own.
