@@ -68,7 +68,7 @@ class MXPlugin final : public framework::FrameworkPlugin {
   // (the detail here) is upstream's. The webhook itself never rejects, it only warns.
   framework::Validation validate(const Value*, const Value& job) const override {
     framework::Validation out;
-    out.warnings.push_back(kDeprecationWarning);
+    out.warnings.emplace_back(kDeprecationWarning);
     const std::string name = string_at(job, "/metadata/name");
     if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
       std::string joined;
