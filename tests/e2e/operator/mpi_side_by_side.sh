@@ -8,9 +8,8 @@ set -u
 bin=$1 src=$2
 command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
-probe_port=$((20000 + RANDOM % 20000))
 "$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
-  --health-probe-bind-address "127.0.0.1:$probe_port" --crd-dir "$src/manifests/crds" \
+  --health-probe-bind-address 127.0.0.1:0 --crd-dir "$src/manifests/crds" \
   >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"; }
@@ -20,6 +19,12 @@ fail() { echo "FAIL: $*"; echo "--- operator stderr (tail)"; tail -30 "$work/std
 for _ in $(seq 150); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.2; done
 kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
 [[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
+# Ports the kernel picked (fixed ones could clash with tests running in parallel).
+for _ in $(seq 100); do
+  probe_port=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
+  [[ -n $probe_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+done
+[[ -n $probe_port ]] || fail "no '--health-probe-bind-address serving on port' line in the log"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz not 200 within 20 s"
 k() { kubectl --kubeconfig "$kc" "$@"; }
