@@ -58,12 +58,12 @@ echo "managedBy filled from the version each job was written in"
 state() { k get "mpijobs.$1.kubeflow.org" "$2" -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null; }
 start=$SECONDS
 while (( SECONDS - start < 120 )); do
-  done_all=1
-  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Succeeded ]] || done_all=; done
-  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Succeeded ]] || done_all=; done
+  # One read per job and round (kubectl is the CPU cost of this test).
+  done_all=1 failed=
+  for j in "${v1_jobs[@]}"; do s=$(state v1 "$j"); [[ $s == Succeeded ]] || done_all=; [[ $s == Failed ]] && failed+=" v1/$j"; done
+  for j in "${v2_jobs[@]}"; do s=$(state v2beta1 "$j"); [[ $s == Succeeded ]] || done_all=; [[ $s == Failed ]] && failed+=" v2beta1/$j"; done
   [[ -n $done_all ]] && break
-  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Failed ]] && fail "v1 job $j Failed"; done
-  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Failed ]] && fail "v2beta1 job $j Failed"; done
+  [[ -n $failed ]] && fail "job(s) Failed:$failed"
   sleep 1
 done
 [[ -n $done_all ]] || fail "not every job Succeeded within 120 s"
