@@ -61,6 +61,10 @@ struct Flags {
   bool leader_elect = false;
   std::string leader_election_id = "1ca428e5.training-operator.kubeflow.org";
   std::string leader_election_namespace;
+  // Go durations (h, m or s), validated after parsing: lease > renew deadline > 1.2 * retry period.
+  std::string leader_elect_lease_duration = "15s";
+  std::string leader_elect_renew_deadline = "10s";
+  std::string leader_elect_retry_period = "2s";
   std::string metrics_bind_address = ":8080";
   std::string health_probe_bind_address = ":8081";
   std::string kubeconfig;
@@ -488,6 +492,9 @@ int run(Flags& f, const framework::Registry& registry, const std::vector<std::st
     lc.lease_namespace = f.leader_election_namespace.empty() ? rest.namespace_ : f.leader_election_namespace;
     lc.lease_name = f.leader_election_id;
     lc.identity = identity;
+    lc.lease_duration = *parse_duration(f.leader_elect_lease_duration);
+    lc.renew_deadline = *parse_duration(f.leader_elect_renew_deadline);
+    lc.retry_period = *parse_duration(f.leader_elect_retry_period);
     lc.on_started_leading = [&] {
       leading = true;
       want_start = true;
@@ -582,6 +589,21 @@ int main(int argc, char** argv) {
     app.add_option("--leader-election-namespace", f.leader_election_namespace,
                    "Namespace of the Lease (default: the namespace of the kubeconfig context / pod)")
         ->check(kube_name(api::validate_dns1123_label, "namespace"));
+    const auto duration_check = CLI::Validator(
+        [](std::string& v) {
+          return parse_duration(v) ? std::string() : "must be a positive number of h, m or s, not \"" + v + "\"";
+        },
+        "DURATION", "duration");
+    app.add_option("--leader-elect-lease-duration", f.leader_elect_lease_duration,
+                   "How long followers wait after the last renewal before taking the Lease over")
+        ->capture_default_str()->check(duration_check);
+    app.add_option("--leader-elect-renew-deadline", f.leader_elect_renew_deadline,
+                   "How long the leader keeps trying to renew before it stops leading; less than the lease duration")
+        ->capture_default_str()->check(duration_check);
+    app.add_option("--leader-elect-retry-period", f.leader_elect_retry_period,
+                   "Interval between acquire and renew attempts (with up to 1.2x jitter for candidates); "
+                   "1.2x it must be less than the renew deadline")
+        ->capture_default_str()->check(duration_check);
     app.add_option("--metrics-bind-address", f.metrics_bind_address,
                    "host:port of the Prometheus /metrics endpoint; '0' disables it")->capture_default_str();
     app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
@@ -651,6 +673,24 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       std::fprintf(stderr, "training-operator: %s\nRun with --help for the list of flags.\n", e.what());
       return kUsageError;
+    }
+    {
+      // The relations client-go's leaderelection checks (and kube::LeaderElector::create with jitter 1.2).
+      const auto lease = *parse_duration(f.leader_elect_lease_duration);
+      const auto renew = *parse_duration(f.leader_elect_renew_deadline);
+      const auto retry = *parse_duration(f.leader_elect_retry_period);
+      if (lease <= renew) {
+        std::fprintf(stderr, "training-operator: --leader-elect-lease-duration (%s) must be greater than "
+                             "--leader-elect-renew-deadline (%s)\n",
+                     f.leader_elect_lease_duration.c_str(), f.leader_elect_renew_deadline.c_str());
+        return kUsageError;
+      }
+      if (static_cast<double>(renew.count()) <= 1.2 * static_cast<double>(retry.count())) {
+        std::fprintf(stderr, "training-operator: --leader-elect-renew-deadline (%s) must be greater than 1.2 times "
+                             "--leader-elect-retry-period (%s)\n",
+                     f.leader_elect_renew_deadline.c_str(), f.leader_elect_retry_period.c_str());
+        return kUsageError;
+      }
     }
     f.embedded = embedded->count() > 0;
     f.webhook_port_given = webhook_port->count() > 0;

@@ -27,7 +27,7 @@ phase=
 while (( SECONDS - start < 90 )); do
   phase=$(k get mpijobs.v1.kubeflow.org mpi-v1-demo -n default -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null)
   [[ $phase == Succeeded || $phase == Failed ]] && break
-  sleep 1
+  sleep 0.3
 done
 [[ $phase == Succeeded ]] || fail "mpi-v1-demo ended as '$phase' after $((SECONDS - start)) s"
 echo "mpi-v1-demo Succeeded in $((SECONDS - start)) s"

@@ -5,10 +5,8 @@ set -u
 bin=$1 src=$2
 command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
-metrics_port=$((20000 + RANDOM % 20000))
-probe_port=$((metrics_port + 1))
-"$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address "127.0.0.1:$metrics_port" \
-  --health-probe-bind-address "127.0.0.1:$probe_port" >"$work/stdout" 2>"$work/stderr" &
+"$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 127.0.0.1:0 \
+  --health-probe-bind-address 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
@@ -17,6 +15,17 @@ fail() { echo "FAIL: $*"; echo "--- operator stderr (tail)"; tail -30 "$work/std
 for _ in $(seq 100); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.2; done
 kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
 [[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
+# Ports the kernel picked (fixed ones could clash with tests running in parallel).
+for _ in $(seq 100); do
+  metrics_port=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
+  [[ -n $metrics_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+done
+[[ -n $metrics_port ]] || fail "no '--metrics-bind-address serving on port' line in the log"
+for _ in $(seq 100); do
+  probe_port=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
+  [[ -n $probe_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+done
+[[ -n $probe_port ]] || fail "no '--health-probe-bind-address serving on port' line in the log"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$probe_port/healthz" >/dev/null || fail "/healthz not 200"
 curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz not 200 within 20 s"
@@ -28,7 +37,7 @@ while (( SECONDS - start < 90 )); do
   phase=$(kubectl --kubeconfig "$kc" get pytorchjob pytorch-demo -n default \
           -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null)
   [[ $phase == Succeeded || $phase == Failed ]] && break
-  sleep 1
+  sleep 0.3
 done
 [[ $phase == Succeeded ]] || fail "pytorch-demo ended as '$phase' after $((SECONDS - start)) s"
 echo "pytorch-demo Succeeded in $((SECONDS - start)) s"

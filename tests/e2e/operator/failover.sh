@@ -3,10 +3,13 @@
 # build/bin/localcluster.
 #  1. exactly one leads: leader_election_master_status is 1 on A and 0 on B, B reconciles nothing,
 #     and /readyz is 200 on both (the follower's caches are synced too);
-#  2. kill -9 of A: B takes over within the lease duration (15 s) plus one retry period, finishes
-#     A's running job and runs a job submitted while nobody led, creating no pod twice;
+#  2. kill -9 of A: B takes over within the lease duration plus one retry period, finishes A's
+#     running job and runs a job submitted while nobody led, creating no pod twice;
 #  3. SIGTERM of B (with C following): B stops within 30 s with exit 0 and releases the lease, so
 #     C takes over at its next retry instead of after the 15 s expiry;
+# A and B run with a 6 s lease (renew deadline 5 s, retry period 1 s) so the takeover after kill -9
+# takes seconds, not 15-19 s; C keeps the default 15 s lease (with a 1 s retry period), so taking
+# over within 12 s of B's exit proves the lease was released rather than left to expire.
 #  4. SIGTERM of C after the API server died: still a clean stop (exit 0, not the 30 s watchdog).
 # Pod creations are counted per name from a watch on the cluster that runs the whole time.
 set -u
@@ -42,9 +45,9 @@ watcher=$!
 pids+=($watcher)
 
 declare -A pid_of metrics_of probes_of
-start_operator() {  # name
-  local n=$1
-  "$bin" --leader-elect --leader-election-id "$lease" --leader-election-namespace default \
+start_operator() {  # name [election flags...]
+  local n=$1; shift
+  "$bin" --leader-elect --leader-election-id "$lease" --leader-election-namespace default "$@" \
     --kubeconfig "$work/kubeconfig" --disable-webhooks --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
     >/dev/null 2>"$work/$n.log" &
   pid_of[$n]=$!
@@ -80,16 +83,18 @@ succeeded() { [[ $(phase "$1") == Succeeded ]]; }
 pod_count() { k get pods -n default -l "training.kubeflow.org/job-name=$1" --no-headers 2>/dev/null | wc -l; }
 
 # --- 1. one leader, one ready follower
-start_operator a
+fast_lease=(--leader-elect-lease-duration 6s --leader-elect-renew-deadline 5s --leader-elect-retry-period 1s)
+start_operator a "${fast_lease[@]}"
 wait_for 30 "operator a leading" is_master a
-start_operator b
+start_operator b "${fast_lease[@]}"
 wait_for 30 "operator b /readyz 200 while following" ready b
 ready a || fail "leader a: /readyz not 200"
 [[ $(master_status b) == 0 ]] || fail "follower b: leader_election_master_status is '$(master_status b)', want 0"
 [[ $(holder) == "$(identity a)" ]] || fail "lease holder '$(holder)' is not a ($(identity a))"
 echo "ok: a leads (master_status 1), b follows (master_status 0), both ready"
 
-submit long-job 25
+# Long enough to still run when b takes over: within about 6 s + 2 x 2.2 s of the kill -9 below.
+submit long-job 18
 wait_for 30 "long-job's 3 pods" eval '[[ $(pod_count long-job) == 3 ]]'
 sleep 1
 [[ $(reconciles a) -gt 0 ]] || fail "leader a reconciled nothing"
@@ -104,7 +109,7 @@ wait "${pid_of[a]}" 2>/dev/null
 submit orphan-job 2  # nobody leads now; the next leader must run it
 wait_for 25 "b taking over after kill -9 of a" is_master b
 takeover=$((SECONDS - killed_at))
-echo "ok: b took over ${takeover} s after kill -9 (lease duration 15 s, retry period 2 s with jitter)"
+echo "ok: b took over ${takeover} s after kill -9 (lease duration 6 s, retry period 1 s with jitter)"
 [[ $(holder) == "$(identity b)" ]] || fail "lease holder '$(holder)' is not b"
 wait_for 60 "long-job Succeeded under b" succeeded long-job
 wait_for 30 "orphan-job Succeeded under b" succeeded orphan-job
@@ -112,7 +117,7 @@ wait_for 30 "orphan-job Succeeded under b" succeeded orphan-job
 echo "ok: b finished long-job and orphan-job"
 
 # --- 3. SIGTERM of the leader hands over at once
-start_operator c
+start_operator c --leader-elect-retry-period 1s
 wait_for 30 "operator c /readyz 200 while following" ready c
 [[ $(master_status c) == 0 ]] || fail "c leads while b holds the lease"
 kill -TERM "${pid_of[b]}"
@@ -122,7 +127,7 @@ stopped=$((SECONDS - term_at))
 (( stopped <= 30 )) || fail "b took $stopped s to stop after SIGTERM"
 [[ $rc == 0 ]] || fail "b exited $rc after SIGTERM"
 grep -q 'stopped in' "$work/b.log" || fail "b did not log its graceful stop"
-# Without a release C would wait for the 15 s expiry; with it, C's next retry (<= 4.4 s) wins.
+# Without a release C would wait for its 15 s expiry; with it, C's next retry (<= 2.2 s) wins.
 wait_for 12 "c taking over the released lease" is_master c
 handover=$((SECONDS - term_at))
 echo "ok: b stopped in ${stopped} s (exit 0); c leads ${handover} s after SIGTERM"

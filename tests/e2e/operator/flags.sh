@@ -18,7 +18,8 @@ check_bad() {  # flag args...
 help=$("$bin" --help); rc=$?
 [[ $rc -eq 0 ]] || { echo "FAIL: --help exited $rc"; fails=$((fails+1)); }
 for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads --leader-elect \
-         --leader-election-id --leader-election-namespace --metrics-bind-address \
+         --leader-election-id --leader-election-namespace --leader-elect-lease-duration \
+         --leader-elect-renew-deadline --leader-elect-retry-period --metrics-bind-address \
          --health-probe-bind-address --kubeconfig --kube-api-qps --kube-api-burst --zap-log-level \
          --log-format --mpi-default-version --embedded-cluster --pytorch-init-container-image; do
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
@@ -33,6 +34,12 @@ check_bad --controller-threads --controller-threads abc
 check_bad --leader-elect --leader-elect=maybe
 check_bad --leader-election-id --leader-election-id 'under_score'
 check_bad --leader-election-namespace --leader-election-namespace 'Kubeflow'
+check_bad --leader-elect-lease-duration --leader-elect-lease-duration 15
+check_bad --leader-elect-lease-duration --leader-elect-lease-duration 0s
+check_bad --leader-elect-renew-deadline --leader-elect-renew-deadline -5s
+check_bad --leader-elect-retry-period --leader-elect-retry-period soon
+check_bad --leader-elect-renew-deadline --leader-elect-lease-duration 10s  # not above the 10 s renew deadline
+check_bad --leader-elect-retry-period --leader-elect-renew-deadline 2s --leader-elect-retry-period 2s
 check_bad --metrics-bind-address --metrics-bind-address 8080x
 check_bad --health-probe-bind-address --health-probe-bind-address localhost
 check_bad --kubeconfig --kubeconfig "$work/no-such-kubeconfig"

@@ -54,7 +54,7 @@ jobs='{job_namespace="default",framework="pytorch"}'
 t0=$SECONDS
 until scrape && [[ $(value "training_operator_jobs_deleted_total$jobs") == 1 ]]; do
   (( SECONDS - t0 > 30 )) && fail "jobs_deleted_total is '$(value "training_operator_jobs_deleted_total$jobs")', want 1"
-  sleep 1
+  sleep 0.2
 done
 
 cat >"$work/expected.json" <<'JSON'

@@ -8,9 +8,8 @@ set -u
 bin=$1 src=$2
 command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
-probe_port=$((20000 + RANDOM % 20000))
 "$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
-  --health-probe-bind-address "127.0.0.1:$probe_port" --crd-dir "$src/manifests/crds" \
+  --health-probe-bind-address 127.0.0.1:0 --crd-dir "$src/manifests/crds" \
   >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"; }
@@ -20,6 +19,12 @@ fail() { echo "FAIL: $*"; echo "--- operator stderr (tail)"; tail -30 "$work/std
 for _ in $(seq 150); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.2; done
 kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
 [[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
+# Ports the kernel picked (fixed ones could clash with tests running in parallel).
+for _ in $(seq 100); do
+  probe_port=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
+  [[ -n $probe_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+done
+[[ -n $probe_port ]] || fail "no '--health-probe-bind-address serving on port' line in the log"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz not 200 within 20 s"
 k() { kubectl --kubeconfig "$kc" "$@"; }
@@ -53,12 +58,12 @@ echo "managedBy filled from the version each job was written in"
 state() { k get "mpijobs.$1.kubeflow.org" "$2" -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null; }
 start=$SECONDS
 while (( SECONDS - start < 120 )); do
-  done_all=1
-  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Succeeded ]] || done_all=; done
-  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Succeeded ]] || done_all=; done
+  # One read per job and round (kubectl is the CPU cost of this test).
+  done_all=1 failed=
+  for j in "${v1_jobs[@]}"; do s=$(state v1 "$j"); [[ $s == Succeeded ]] || done_all=; [[ $s == Failed ]] && failed+=" v1/$j"; done
+  for j in "${v2_jobs[@]}"; do s=$(state v2beta1 "$j"); [[ $s == Succeeded ]] || done_all=; [[ $s == Failed ]] && failed+=" v2beta1/$j"; done
   [[ -n $done_all ]] && break
-  for j in "${v1_jobs[@]}"; do [[ $(state v1 "$j") == Failed ]] && fail "v1 job $j Failed"; done
-  for j in "${v2_jobs[@]}"; do [[ $(state v2beta1 "$j") == Failed ]] && fail "v2beta1 job $j Failed"; done
+  [[ -n $failed ]] && fail "job(s) Failed:$failed"
   sleep 1
 done
 [[ -n $done_all ]] || fail "not every job Succeeded within 120 s"
