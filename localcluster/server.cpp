@@ -11,9 +11,20 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -349,6 +360,74 @@ bool has_verb(const ResourceInfo& r, std::string_view verb) {
   return r.verbs.empty() || std::find(r.verbs.begin(), r.verbs.end(), verb) != r.verbs.end();
 }
 
+// ---- connections ------------------------------------------------------------------------------
+
+// The I/O of one connection, whatever the stream (plain TCP or TLS over it). The routing and
+// streaming coroutines below take a Conn& so that they are compiled once, not once per stream
+// type: at -O2 their coroutine frames dominate this file's compile time. Only the small I/O
+// coroutines of ConnOn are instantiated per stream type.
+class Conn {
+ public:
+  virtual ~Conn() = default;
+  virtual beast::tcp_stream& lowest() = 0;
+  // False when the connection failed or closed before a whole request arrived.
+  virtual asio::awaitable<bool> read_request(beast::flat_buffer& buffer,
+                                             http::request_parser<http::string_body>& parser) = 0;
+  virtual asio::awaitable<bool> write_response(http::response<http::string_body>& res) = 0;
+  virtual asio::awaitable<bool> write_header(http::response_serializer<http::empty_body>& sr) = 0;
+  virtual asio::awaitable<bool> write_chunk(const std::string& data) = 0;
+  virtual asio::awaitable<void> write_last_chunk() = 0;
+  // Watches the connection for the client going away while a response streams; the stream gets
+  // no further request until it closes.
+  virtual void start_disconnect_reader(const std::shared_ptr<Wakeup>& w,
+                                       const std::shared_ptr<std::array<char, 512>>& sink) = 0;
+};
+
+template <class Stream>
+class ConnOn final : public Conn {
+ public:
+  explicit ConnOn(Stream& stream) : stream_(stream) {}
+
+  beast::tcp_stream& lowest() override { return beast::get_lowest_layer(stream_); }
+
+  asio::awaitable<bool> read_request(beast::flat_buffer& buffer,
+                                     http::request_parser<http::string_body>& parser) override {
+    auto [ec, n] = co_await http::async_read(stream_, buffer, parser, nothrow);
+    co_return !ec;
+  }
+
+  asio::awaitable<bool> write_response(http::response<http::string_body>& res) override {
+    auto [ec, n] = co_await http::async_write(stream_, res, nothrow);
+    co_return !ec;
+  }
+
+  asio::awaitable<bool> write_header(http::response_serializer<http::empty_body>& sr) override {
+    auto [ec, n] = co_await http::async_write_header(stream_, sr, nothrow);
+    co_return !ec;
+  }
+
+  asio::awaitable<bool> write_chunk(const std::string& data) override {
+    auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk(asio::buffer(data)), nothrow);
+    co_return !ec;
+  }
+
+  asio::awaitable<void> write_last_chunk() override {
+    co_await asio::async_write(stream_, http::make_chunk_last(), nothrow);
+  }
+
+  void start_disconnect_reader(const std::shared_ptr<Wakeup>& w,
+                               const std::shared_ptr<std::array<char, 512>>& sink) override {
+    stream_.async_read_some(asio::buffer(*sink), [w, sink](beast::error_code, size_t) {
+      w->client_gone = true;
+      w->reader_done = true;
+      w->timer.cancel();
+    });
+  }
+
+ private:
+  Stream& stream_;
+};
+
 }  // namespace
 
 // ---- the server -------------------------------------------------------------------------------
@@ -412,7 +491,8 @@ struct ApiServer::Impl {
   asio::awaitable<void> connection(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
     if (!tls) {
-      co_await serve(stream);
+      ConnOn<beast::tcp_stream> conn(stream);
+      co_await serve(conn);
       beast::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_both, ec);
       co_return;
@@ -424,28 +504,26 @@ struct ApiServer::Impl {
       spdlog::debug("localcluster: TLS handshake: {}", ec.message());
       co_return;
     }
-    co_await serve(s);
+    ConnOn<beast::ssl_stream<beast::tcp_stream>> conn(s);
+    co_await serve(conn);
     beast::get_lowest_layer(s).expires_after(std::chrono::seconds(2));
     co_await s.async_shutdown(nothrow);
   }
 
-  template <class Stream>
-  asio::awaitable<void> serve(Stream& stream) {
+  asio::awaitable<void> serve(Conn& stream) {
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(kBodyLimit);
-      beast::get_lowest_layer(stream).expires_after(std::chrono::minutes(5));
-      auto [ec, n] = co_await http::async_read(stream, buffer, parser, nothrow);
-      if (ec) co_return;
+      stream.lowest().expires_after(std::chrono::minutes(5));
+      if (!co_await stream.read_request(buffer, parser)) co_return;
       Request req = parser.release();
       bool keep = co_await handle(stream, req);
       if (!keep || !req.keep_alive()) co_return;
     }
   }
 
-  template <class Stream>
-  asio::awaitable<bool> write_reply(Stream& stream, const Request& req, Reply reply) {
+  asio::awaitable<bool> write_reply(Conn& stream, const Request& req, Reply reply) {
     http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
     res.set(http::field::content_type, reply.content_type);
     res.set("Cache-Control", "no-cache, private");
@@ -453,9 +531,8 @@ struct ApiServer::Impl {
     res.keep_alive(req.keep_alive());
     res.body() = std::move(reply.body);
     res.prepare_payload();
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
-    auto [ec, n] = co_await http::async_write(stream, res, nothrow);
-    co_return !ec;
+    stream.lowest().expires_after(std::chrono::seconds(60));
+    co_return co_await stream.write_response(res);
   }
 
   bool authorized(const Request& req, std::string_view path) const {
@@ -469,8 +546,7 @@ struct ApiServer::Impl {
            trim(v.substr(7)) == *options.token;
   }
 
-  template <class Stream>
-  asio::awaitable<bool> handle(Stream& stream, const Request& req) {
+  asio::awaitable<bool> handle(Conn& stream, const Request& req) {
     std::string_view target(req.target().data(), req.target().size());
     size_t qpos = target.find('?');
     std::string path = std::string(target.substr(0, qpos));
@@ -513,7 +589,7 @@ struct ApiServer::Impl {
     FaultDecision fault;
     if (options.faults) fault = options.faults->decide(key.verb, route->info, route->subresource, route->name);
     if (fault.latency.count() > 0) {
-      asio::steady_timer delay(stream.get_executor());
+      asio::steady_timer delay(stream.lowest().get_executor());
       delay.expires_after(fault.latency);
       co_await delay.async_wait(nothrow);
     }
@@ -972,52 +1048,31 @@ struct ApiServer::Impl {
 
   // ---- streaming ----
 
-  // Watches the connection for the client going away while the response streams; the stream
-  // gets no further request until it closes.
-  template <class Stream>
-  void start_disconnect_reader(Stream& stream, const std::shared_ptr<Wakeup>& w,
-                               const std::shared_ptr<std::array<char, 512>>& sink) {
-    stream.async_read_some(asio::buffer(*sink), [w, sink](beast::error_code, size_t) {
-      w->client_gone = true;
-      w->reader_done = true;
-      w->timer.cancel();
-    });
-  }
-
-  template <class Stream>
-  asio::awaitable<void> finish_stream(Stream& stream, const std::shared_ptr<Wakeup>& w, bool write_ok) {
+  asio::awaitable<void> finish_stream(Conn& stream, const std::shared_ptr<Wakeup>& w, bool write_ok) {
     if (write_ok) {
-      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-      co_await asio::async_write(stream, http::make_chunk_last(), nothrow);
+      stream.lowest().expires_after(std::chrono::seconds(10));
+      co_await stream.write_last_chunk();
     }
     // The pending reader must complete before the stream is destroyed.
     beast::error_code ec;
-    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ec);
-    beast::get_lowest_layer(stream).socket().cancel(ec);
+    stream.lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.lowest().socket().cancel(ec);
     while (!w->reader_done) {
       w->timer.expires_after(std::chrono::seconds(5));
       auto [tec] = co_await w->timer.async_wait(nothrow);
-      if (!tec) beast::get_lowest_layer(stream).socket().close(ec);
+      if (!tec) stream.lowest().socket().close(ec);
     }
   }
 
-  template <class Stream>
-  asio::awaitable<bool> write_stream_header(Stream& stream, const Request& req, std::string_view content_type) {
+  asio::awaitable<bool> write_stream_header(Conn& stream, const Request& req, std::string_view content_type) {
     http::response<http::empty_body> res{http::status::ok, req.version()};
     res.set(http::field::content_type, content_type);
     res.set("Cache-Control", "no-cache, private");
     res.chunked(true);
     res.keep_alive(false);
     http::response_serializer<http::empty_body> sr{res};
-    beast::get_lowest_layer(stream).expires_never();
-    auto [ec, n] = co_await http::async_write_header(stream, sr, nothrow);
-    co_return !ec;
-  }
-
-  template <class Stream>
-  asio::awaitable<bool> write_chunk(Stream& stream, const std::string& data) {
-    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), nothrow);
-    co_return !ec;
+    stream.lowest().expires_never();
+    co_return co_await stream.write_header(sr);
   }
 
   // One watch event line, re-encoded when the client asked for Tables or metadata.
@@ -1038,8 +1093,7 @@ struct ApiServer::Impl {
     return line;
   }
 
-  template <class Stream>
-  asio::awaitable<bool> serve_watch(Stream& stream, const Request& req, const ResourceRoute& route, const Query& q,
+  asio::awaitable<bool> serve_watch(Conn& stream, const Request& req, const ResourceRoute& route, const Query& q,
                                     RequestKey key, const FaultDecision& fault) {
     if (!has_verb(route.info, "watch")) {
       key.code = 405;
@@ -1087,7 +1141,7 @@ struct ApiServer::Impl {
     }
     auto deadline = std::chrono::steady_clock::now() + timeout;
 
-    auto w = std::make_shared<Wakeup>(stream.get_executor());
+    auto w = std::make_shared<Wakeup>(stream.lowest().get_executor());
     auto ex = w->timer.get_executor();
     (*watcher)->set_notify([gate = gate, w, ex] { gate->post(ex, [w] { w->wake(); }); });
 
@@ -1098,7 +1152,7 @@ struct ApiServer::Impl {
       co_return false;
     }
     auto sink = std::make_shared<std::array<char, 512>>();
-    start_disconnect_reader(stream, w, sink);
+    stream.start_disconnect_reader(w, sink);
     auto next_bookmark = std::chrono::steady_clock::now() + options.bookmark_interval;
     bool final_bookmark_sent = false;
     for (;;) {
@@ -1113,7 +1167,7 @@ struct ApiServer::Impl {
           // Balanced braces, so a decoder that frames by depth still sees a whole (invalid) event.
           line = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":]}}\n";
         }
-        ok = co_await write_chunk(stream, line);
+        ok = co_await stream.write_chunk(line);
         // Read per event: a cut configured while the watch is open applies to it.
         const int64_t cut_after = options.faults ? options.faults->watch_cut_after_events() : 0;
         if (ev.type != "BOOKMARK" && ++sent >= cut_after && cut_after > 0) cut = true;
@@ -1144,8 +1198,7 @@ struct ApiServer::Impl {
     co_return false;
   }
 
-  template <class Stream>
-  asio::awaitable<bool> serve_log(Stream& stream, const Request& req, const ResourceRoute& route, const Query& q,
+  asio::awaitable<bool> serve_log(Conn& stream, const Request& req, const ResourceRoute& route, const Query& q,
                                   RequestKey key) {
     auto pod = store.get(route.info, route.ns, route.name);
     if (!pod) {
@@ -1155,7 +1208,7 @@ struct ApiServer::Impl {
     }
     metrics.record(key);
     std::string k = log_key(route.ns, route.name);
-    auto w = std::make_shared<Wakeup>(stream.get_executor());
+    auto w = std::make_shared<Wakeup>(stream.lowest().get_executor());
     auto ex = w->timer.get_executor();
     logs.follow(k, w);
     // Pod changes wake the stream too, so it ends once the pod finishes or goes away.
@@ -1174,13 +1227,13 @@ struct ApiServer::Impl {
       co_return false;
     }
     auto sink = std::make_shared<std::array<char, 512>>();
-    start_disconnect_reader(stream, w, sink);
+    stream.start_disconnect_reader(w, sink);
     auto [lines, next] = logs.read(k, 0);
     apply_log_limits(lines, q);
     for (bool first = true;; first = false) {
       w->pending = false;
       if (!first) std::tie(lines, next) = logs.read(k, next);
-      if (!lines.empty()) ok = co_await write_chunk(stream, join_lines(lines));
+      if (!lines.empty()) ok = co_await stream.write_chunk(join_lines(lines));
       lines.clear();
       if (!ok || w->client_gone) break;
       if (pod_watch) {
@@ -1192,7 +1245,7 @@ struct ApiServer::Impl {
       auto phase = json::get_string(current->root(), "/status/phase").value_or("");
       if (phase == "Succeeded" || phase == "Failed") {
         std::tie(lines, next) = logs.read(k, next);
-        if (!lines.empty()) ok = co_await write_chunk(stream, join_lines(lines));
+        if (!lines.empty()) ok = co_await stream.write_chunk(join_lines(lines));
         break;
       }
       if (w->pending) continue;

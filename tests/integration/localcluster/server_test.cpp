@@ -1,28 +1,22 @@
-// The local cluster's HTTP layer, driven over real sockets with a tiny Beast client: discovery,
-// CRUD with Status errors, chunked watch framing, Tables, metrics, pod logs, TLS + bearer token.
+// The local cluster's HTTP layer, driven over real sockets with the project's own HTTP client
+// (kube::Transport, so this file compiles without Beast): discovery, CRUD with Status errors,
+// chunked watch framing, Tables, metrics, pod logs, TLS + bearer token.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
+#include <unistd.h>
 
 #include "core/json/json.h"
+#include "core/kube/transport.h"
 #include "localcluster/local_cluster.h"
 #include "localcluster/table.h"
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
 using namespace unitrain;
 using namespace unitrain::localcluster;
 
@@ -42,51 +36,37 @@ struct Client {
   std::string ca_pem;  // non-empty: HTTPS, verifying the server with this CA
   std::string token;
 
-  Resp send(http::verb verb, const std::string& target, const std::string& body = {},
+  // Throws rather than using Catch2 assertions: the watch test also sends from another thread.
+  Resp send(const std::string& method, const std::string& target, const std::string& body = {},
             const std::string& content_type = "application/json", const std::string& accept = "application/json") const {
-    asio::io_context ioc;
-    tcp::resolver resolver(ioc);
-    auto endpoints = resolver.resolve("127.0.0.1", std::to_string(port));
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::accept, accept);
-    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    kube::RestConfig cfg;
+    cfg.scheme = ca_pem.empty() ? "http" : "https";
+    cfg.host = "127.0.0.1";
+    cfg.port = port;
+    cfg.ca_pem = ca_pem;
+    cfg.bearer_token = token;
+    auto transport = kube::Transport::create(cfg);
+    if (!transport) throw std::runtime_error("transport: " + transport.error().message);
+    kube::http::Request req;
+    req.method = method;
+    req.target = target;
+    req.headers.push_back({"Accept", accept});
     if (!body.empty()) {
-      req.set(http::field::content_type, content_type);
-      req.body() = body;
+      req.headers.push_back({"Content-Type", content_type});
+      req.body = body;
     }
-    req.prepare_payload();
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256u << 20);
-    beast::flat_buffer buf;
+    auto res = (*transport)->send(req);
+    if (!res) throw std::runtime_error(method + " " + target + ": " + res.error().message);
     Resp out;
-    if (ca_pem.empty()) {
-      beast::tcp_stream s(ioc);
-      s.expires_after(std::chrono::seconds(30));
-      s.connect(endpoints);
-      http::write(s, req);
-      http::read(s, buf, parser);
-    } else {
-      ssl::context ctx(ssl::context::tls_client);
-      ctx.add_certificate_authority(asio::buffer(ca_pem));
-      ctx.set_verify_mode(ssl::verify_peer);
-      beast::ssl_stream<beast::tcp_stream> s(ioc, ctx);
-      s.set_verify_callback(ssl::host_name_verification("127.0.0.1"));
-      beast::get_lowest_layer(s).expires_after(std::chrono::seconds(30));
-      beast::get_lowest_layer(s).connect(endpoints);
-      s.handshake(ssl::stream_base::client);
-      http::write(s, req);
-      http::read(s, buf, parser);
-    }
-    auto res = parser.release();
-    out.status = static_cast<int>(res.result_int());
-    out.content_type = std::string(res[http::field::content_type]);
-    out.body = res.body();
-    out.chunked = res.chunked();
+    out.status = res->status;
+    out.content_type = std::string(res->header("Content-Type").value_or(""));
+    out.body = std::move(res->body);
+    auto te = res->header("Transfer-Encoding");
+    out.chunked = te && te->find("chunked") != std::string_view::npos;
     return out;
   }
   Resp get(const std::string& target, const std::string& accept = "application/json") const {
-    return send(http::verb::get, target, {}, {}, accept);
+    return send("GET", target, {}, {}, accept);
   }
 };
 
@@ -171,11 +151,11 @@ TEST_CASE("discovery documents: /api, /apis, group versions and the aggregated f
 TEST_CASE("create, get, list and errors as metav1.Status") {
   auto c = start_cluster();
   Client cl{c->port()};
-  auto created = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("a"));
+  auto created = cl.send("POST", "/api/v1/namespaces/default/configmaps", configmap("a"));
   REQUIRE(created.status == 201);
   CHECK(str(parse(created.body).root(), "/metadata/name") == "a");
 
-  auto again = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("a"));
+  auto again = cl.send("POST", "/api/v1/namespaces/default/configmaps", configmap("a"));
   CHECK(again.status == 409);
   auto st = parse(again.body);
   CHECK(str(st.root(), "/kind") == "Status");
@@ -198,19 +178,19 @@ TEST_CASE("create, get, list and errors as metav1.Status") {
   CHECK(unknown.status == 404);
   CHECK(str(parse(unknown.body).root(), "/kind") == "Status");
 
-  auto head = cl.send(http::verb::head, "/api/v1/namespaces/default/configmaps");
+  auto head = cl.send("HEAD", "/api/v1/namespaces/default/configmaps");
   CHECK(head.status == 405);
 
-  auto bad = cl.send(http::verb::post, "/api/v1/namespaces/default/configmaps", "{not json");
+  auto bad = cl.send("POST", "/api/v1/namespaces/default/configmaps", "{not json");
   CHECK(bad.status == 400);
   CHECK(str(parse(bad.body).root(), "/reason") == "BadRequest");
 
-  auto merged = cl.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"2"}})",
+  auto merged = cl.send("PATCH", "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"2"}})",
                         "application/merge-patch+json");
   CHECK(merged.status == 200);
   CHECK(str(parse(merged.body).root(), "/data/k") == "2");
 
-  auto applied = cl.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/b?fieldManager=test",
+  auto applied = cl.send("PATCH", "/api/v1/namespaces/default/configmaps/b?fieldManager=test",
                          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: from-yaml\n",
                          "application/apply-patch+yaml");
   CHECK(applied.status / 100 == 2);
@@ -220,7 +200,7 @@ TEST_CASE("create, get, list and errors as metav1.Status") {
                 .root(),
             "/data/k") == "from-yaml");
 
-  auto deleted = cl.send(http::verb::delete_, "/api/v1/namespaces/default/configmaps/a",
+  auto deleted = cl.send("DELETE", "/api/v1/namespaces/default/configmaps/a",
                          R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
   CHECK(deleted.status == 200);
   CHECK(cl.get("/api/v1/namespaces/default/configmaps/a").status == 404);
@@ -241,10 +221,10 @@ TEST_CASE("watch streams one JSON line per event over chunked encoding") {
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     Client w{c->port()};
-    w.send(http::verb::post, "/api/v1/namespaces/default/configmaps", configmap("w1"));
-    w.send(http::verb::patch, "/api/v1/namespaces/default/configmaps/w1", R"({"data":{"k":"2"}})",
+    w.send("POST", "/api/v1/namespaces/default/configmaps", configmap("w1"));
+    w.send("PATCH", "/api/v1/namespaces/default/configmaps/w1", R"({"data":{"k":"2"}})",
            "application/merge-patch+json");
-    w.send(http::verb::delete_, "/api/v1/namespaces/default/configmaps/w1");
+    w.send("DELETE", "/api/v1/namespaces/default/configmaps/w1");
   });
   auto res = cl.get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=2&resourceVersion=" + rv);
   writer.join();
@@ -263,7 +243,7 @@ TEST_CASE("watch streams one JSON line per event over chunked encoding") {
 TEST_CASE("kubectl's Table and metadata-only representations") {
   auto c = start_cluster();
   Client cl{c->port()};
-  REQUIRE(cl.send(http::verb::post, "/api/v1/namespaces/default/pods",
+  REQUIRE(cl.send("POST", "/api/v1/namespaces/default/pods",
                   R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","image":"busybox"}]}})")
               .status == 201);
   const std::string table_accept =
