@@ -321,7 +321,18 @@ struct JobController::Pass {
         (void)json::set_string(obj, "/metadata/namespace", ns);
         auto ref = api::make_owner_reference(raw());
         if (auto s = api::set_owner_reference(obj, ref); !s) return internal_error(s.error().message);
+        // A replica's Service is guarded like its pod: until the informer has seen it, the next
+        // pass must not create it again (training-operator's CreateNewService raises the
+        // services expectation before the POST). Without the replica-type label no informer
+        // event could lower it, so such objects are not expected.
+        std::string exp;
+        if (want.resource == kServices) {
+          auto rt = json::get_string(obj.root(), "/metadata/labels/" + json::escape_pointer_token(d.replica_type_label));
+          if (rt && !rt->empty()) exp = Expectations::services_key(ns, name, *rt);
+        }
+        if (!exp.empty()) c.expectations_.expect_creations(exp, 1);
         auto r = c.client_.create(want.resource, ns, obj.root());
+        if (!r && !exp.empty()) c.expectations_.creation_observed(exp);  // no ADD will come for it
         if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
           if (want.resource == kServices)
             event("Warning", "FailedCreateService", fmt::format("Error creating: {}", r.error().message));
