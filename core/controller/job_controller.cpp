@@ -349,16 +349,21 @@ struct JobController::Pass {
         return internal_error(msg);
       }
       if (want.update != framework::DesiredObject::Update::WhenDiffers) continue;
-      bool differs = false;
-      for (const auto& p : want.compared) {
-        const json::Value* have = json::find(existing->root(), p);
-        const json::Value* need = json::find(want.object.root(), p);
-        if (!have != !need || (have && !json::equal(*have, *need))) differs = true;
-      }
-      if (!differs) continue;
+      auto differs = [&](const json::Value& have_root) {
+        for (const auto& p : want.compared) {
+          const json::Value* have = json::find(have_root, p);
+          const json::Value* need = json::find(want.object.root(), p);
+          if (!have != !need || (have && !json::equal(*have, *need))) return true;
+        }
+        return false;
+      };
+      if (!differs(existing->root())) continue;
       // The cache may hold a projection; read the live object so nothing else is overwritten.
       auto live = c.client_.get(want.resource, ns, obj_name);
       if (!live) return live.error();
+      // The cache lags behind our own last update: the live object already has what we want,
+      // and a PUT would rewrite it unchanged.
+      if (!differs(live->root())) continue;
       json::Document updated = std::move(*live);
       for (const auto& p : want.compared) {
         const json::Value* need = json::find(want.object.root(), p);
