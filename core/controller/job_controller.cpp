@@ -194,6 +194,7 @@ struct JobController::Pass {
     obj.root().AddMember("status", status.to_json(a), a);
     auto r = c.client_.update_status(d.resource(), ns, obj.root());
     if (!r) return r.error();
+    c.expectations_.expect_version(Expectations::job_key(ns, name), api::resource_version_of(r->root()));
     old_status = status;
     for (auto& announce : on_status_written) announce();
     on_status_written.clear();
@@ -533,6 +534,7 @@ struct JobController::Pass {
                                             restarts_of(raw()) + new_restarts);
       auto r = c.client_.patch(d.resource(), ns, name, kube::PatchType::Merge, patch);
       if (!r) return r.error();
+      c.expectations_.expect_version(Expectations::job_key(ns, name), api::resource_version_of(r->root()));
       latest = std::move(*r);  // the status write below must not conflict with our own patch
     }
 
@@ -648,6 +650,10 @@ struct JobController::Pass {
       return result;
     }
     if (terminating(raw())) return result;
+    // Our own last write to the job is not in the cache yet: this pass would decide on a state
+    // we already replaced (the pods cache may be ahead, showing the pod our restart deleted while
+    // the job still shows the old restart count). The informer's update of our write requeues.
+    if (!c.expectations_.version_seen(Expectations::job_key(ns, name), api::resource_version_of(raw()))) return result;
 
     plugin.set_defaults(job);
     if (const json::Value* st = json::find(raw(), "/status")) {
