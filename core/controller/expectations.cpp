@@ -1,5 +1,8 @@
 #include "core/controller/expectations.h"
 
+#include <charconv>
+#include <optional>
+
 #include <fmt/format.h>
 
 namespace unitrain::controller {
@@ -36,15 +39,51 @@ bool Expectations::satisfied(std::string_view key) const {
   return clock_.steady_now() - r.recorded > kTimeout;
 }
 
+namespace {
+
+std::optional<uint64_t> as_number(std::string_view rv) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(rv.data(), rv.data() + rv.size(), n);
+  if (ec != std::errc() || end != rv.data() + rv.size() || rv.empty()) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+void Expectations::expect_version(std::string_view key, std::string_view resource_version) {
+  std::lock_guard lock(mu_);
+  versions_.insert_or_assign(std::string(key), Version{std::string(resource_version), clock_.steady_now()});
+}
+
+bool Expectations::version_seen(std::string_view key, std::string_view resource_version) {
+  std::lock_guard lock(mu_);
+  auto it = versions_.find(key);
+  if (it == versions_.end()) return true;
+  bool seen = it->second.resource_version == resource_version;
+  // resourceVersions are etcd revisions (the API server, the local cluster and the fake client
+  // all hand out one increasing counter): a later write by someone else also includes ours.
+  // Anything else compares only for equality; the timeout keeps a job from waiting forever.
+  if (!seen) {
+    auto want = as_number(it->second.resource_version), have = as_number(resource_version);
+    seen = want && have && *have >= *want;
+  }
+  if (!seen && clock_.steady_now() - it->second.recorded > kTimeout) seen = true;
+  if (seen) versions_.erase(it);
+  return seen;
+}
+
 void Expectations::forget(std::string_view key) {
   std::lock_guard lock(mu_);
   if (auto it = records_.find(key); it != records_.end()) records_.erase(it);
+  if (auto it = versions_.find(key); it != versions_.end()) versions_.erase(it);
 }
 
 void Expectations::forget_prefix(std::string_view prefix) {
   std::lock_guard lock(mu_);
   auto it = records_.lower_bound(prefix);
   while (it != records_.end() && std::string_view(it->first).starts_with(prefix)) it = records_.erase(it);
+  auto vit = versions_.lower_bound(prefix);
+  while (vit != versions_.end() && std::string_view(vit->first).starts_with(prefix)) vit = versions_.erase(vit);
 }
 
 Expectations::Pending Expectations::pending(std::string_view key) const {
@@ -57,6 +96,8 @@ Expectations::Pending Expectations::pending(std::string_view key) const {
 std::string Expectations::pods_key(std::string_view ns, std::string_view job, std::string_view rt) {
   return fmt::format("{}/{}/{}/pods", ns, job, rt);
 }
+
+std::string Expectations::job_key(std::string_view ns, std::string_view job) { return fmt::format("{}/{}/job", ns, job); }
 
 std::string Expectations::services_key(std::string_view ns, std::string_view job, std::string_view rt) {
   return fmt::format("{}/{}/{}/services", ns, job, rt);

@@ -4,6 +4,12 @@
 // expectation expires (a lost watch event must not wedge a job forever).
 //
 // Keys follow training-operator: "<ns>/<job>/<rt>/pods" and "<ns>/<job>/<rt>/services".
+//
+// The job object itself is a write target too (status, the restart-count annotation): its
+// expected version is the resourceVersion our last write returned, keyed "<ns>/<job>/job". A pass
+// over a cached job older than that would act on a state we already replaced (a restart count
+// not yet raised, a job not yet failed) while the pod cache may already show the consequences of
+// our write, and so create pods again.
 #pragma once
 
 #include <chrono>
@@ -38,6 +44,12 @@ class Expectations {
   // Removes every key that starts with `prefix` (all keys of a deleted job: "<ns>/<job>/").
   void forget_prefix(std::string_view prefix);
 
+  // Our own write to the job returned `resource_version`.
+  void expect_version(std::string_view key, std::string_view resource_version);
+  // True when the cached job at `resource_version` includes our last write to it (or we never
+  // wrote it, or the record is older than kTimeout). Clears the record once caught up.
+  bool version_seen(std::string_view key, std::string_view resource_version);
+
   struct Pending {
     int64_t adds = 0;
     int64_t deletes = 0;
@@ -46,11 +58,16 @@ class Expectations {
 
   static std::string pods_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
   static std::string services_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
+  static std::string job_key(std::string_view ns, std::string_view job);
 
  private:
   struct Record {
     int64_t adds = 0;
     int64_t deletes = 0;
+    kube::Clock::SteadyTime recorded;
+  };
+  struct Version {
+    std::string resource_version;
     kube::Clock::SteadyTime recorded;
   };
   void raise(std::string_view key, int64_t adds, int64_t deletes);
@@ -59,6 +76,7 @@ class Expectations {
   const kube::Clock& clock_;
   mutable std::mutex mu_;
   std::map<std::string, Record, std::less<>> records_;
+  std::map<std::string, Version, std::less<>> versions_;
 };
 
 }  // namespace unitrain::controller

@@ -194,6 +194,7 @@ struct JobController::Pass {
     obj.root().AddMember("status", status.to_json(a), a);
     auto r = c.client_.update_status(d.resource(), ns, obj.root());
     if (!r) return r.error();
+    c.expectations_.expect_version(Expectations::job_key(ns, name), api::resource_version_of(r->root()));
     old_status = status;
     for (auto& announce : on_status_written) announce();
     on_status_written.clear();
@@ -321,7 +322,18 @@ struct JobController::Pass {
         (void)json::set_string(obj, "/metadata/namespace", ns);
         auto ref = api::make_owner_reference(raw());
         if (auto s = api::set_owner_reference(obj, ref); !s) return internal_error(s.error().message);
+        // A replica's Service is guarded like its pod: until the informer has seen it, the next
+        // pass must not create it again (training-operator's CreateNewService raises the
+        // services expectation before the POST). Without the replica-type label no informer
+        // event could lower it, so such objects are not expected.
+        std::string exp;
+        if (want.resource == kServices) {
+          auto rt = json::get_string(obj.root(), "/metadata/labels/" + json::escape_pointer_token(d.replica_type_label));
+          if (rt && !rt->empty()) exp = Expectations::services_key(ns, name, *rt);
+        }
+        if (!exp.empty()) c.expectations_.expect_creations(exp, 1);
         auto r = c.client_.create(want.resource, ns, obj.root());
+        if (!r && !exp.empty()) c.expectations_.creation_observed(exp);  // no ADD will come for it
         if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
           if (want.resource == kServices)
             event("Warning", "FailedCreateService", fmt::format("Error creating: {}", r.error().message));
@@ -338,16 +350,21 @@ struct JobController::Pass {
         return internal_error(msg);
       }
       if (want.update != framework::DesiredObject::Update::WhenDiffers) continue;
-      bool differs = false;
-      for (const auto& p : want.compared) {
-        const json::Value* have = json::find(existing->root(), p);
-        const json::Value* need = json::find(want.object.root(), p);
-        if (!have != !need || (have && !json::equal(*have, *need))) differs = true;
-      }
-      if (!differs) continue;
+      auto differs = [&](const json::Value& have_root) {
+        for (const auto& p : want.compared) {
+          const json::Value* have = json::find(have_root, p);
+          const json::Value* need = json::find(want.object.root(), p);
+          if (!have != !need || (have && !json::equal(*have, *need))) return true;
+        }
+        return false;
+      };
+      if (!differs(existing->root())) continue;
       // The cache may hold a projection; read the live object so nothing else is overwritten.
       auto live = c.client_.get(want.resource, ns, obj_name);
       if (!live) return live.error();
+      // The cache lags behind our own last update: the live object already has what we want,
+      // and a PUT would rewrite it unchanged.
+      if (!differs(live->root())) continue;
       json::Document updated = std::move(*live);
       for (const auto& p : want.compared) {
         const json::Value* need = json::find(want.object.root(), p);
@@ -517,6 +534,7 @@ struct JobController::Pass {
                                             restarts_of(raw()) + new_restarts);
       auto r = c.client_.patch(d.resource(), ns, name, kube::PatchType::Merge, patch);
       if (!r) return r.error();
+      c.expectations_.expect_version(Expectations::job_key(ns, name), api::resource_version_of(r->root()));
       latest = std::move(*r);  // the status write below must not conflict with our own patch
     }
 
@@ -632,6 +650,10 @@ struct JobController::Pass {
       return result;
     }
     if (terminating(raw())) return result;
+    // Our own last write to the job is not in the cache yet: this pass would decide on a state
+    // we already replaced (the pods cache may be ahead, showing the pod our restart deleted while
+    // the job still shows the old restart count). The informer's update of our write requeues.
+    if (!c.expectations_.version_seen(Expectations::job_key(ns, name), api::resource_version_of(raw()))) return result;
 
     plugin.set_defaults(job);
     if (const json::Value* st = json::find(raw(), "/status")) {

@@ -192,7 +192,11 @@ spec:
       replicas: 1
       restartPolicy: OnFailure
       template:
-        metadata: {annotations: {sim.unitrain.io/duration: 500ms}}
+        # Outlasts the workers' start-up through the faults (a 429 holds a create back for its
+        # 1 s Retry-After), as torchrun's rendezvous makes a real master wait for its workers.
+        # A master done before a worker ran ends the job with that worker counted nowhere, in
+        # training-operator v1.8 too (only Running counts as active, Succeeded += Active).
+        metadata: {annotations: {sim.unitrain.io/duration: 3s}}
         spec: {containers: [{name: pytorch, image: example.com/train:1}]}
     Worker:
       replicas: 3
@@ -235,7 +239,17 @@ spec:
   CHECK(env.true_conditions(kPyTorchJobs, "torch").find("Failed") == std::string::npos);
   CHECK(env.true_conditions(kMPIJobs, "pi").find("Failed") == std::string::npos);
 
-  // No lost status: the replica counts the jobs finished with are on the server.
+  // No lost status: the replica counts the jobs finished with are on the server. The pass after
+  // Succeeded folds what was still active into succeeded (training-operator's finished-job
+  // step); wait for it rather than read between the two writes.
+  REQUIRE(eventually([&] {
+    auto obj = env.stored(kPyTorchJobs, "torch");
+    const json::Value* statuses = json::find(obj.root(), "/status/replicaStatuses");
+    if (!statuses || !statuses->IsObject()) return false;
+    for (const auto& m : statuses->GetObject())
+      if (json::get_int(m.value, "/active").value_or(0) != 0) return false;
+    return true;
+  }));
   auto torch = env.stored(kPyTorchJobs, "torch");
   CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Master/succeeded") == 1);
   CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Worker/succeeded") == 3);
