@@ -2,6 +2,7 @@
 # operator --embedded-cluster + kubectl apply examples/pytorch.yaml -> Succeeded; /metrics and
 # probes answer with the expected names; SIGTERM stops the process within 30 s.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
 command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
@@ -16,15 +17,9 @@ for _ in $(seq 100); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.
 kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
 [[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
 # Ports the kernel picked (fixed ones could clash with tests running in parallel).
-for _ in $(seq 100); do
-  metrics_port=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
-  [[ -n $metrics_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
-done
+metrics_port=$(logged_port --metrics-bind-address "$work/stderr" "$pid")
 [[ -n $metrics_port ]] || fail "no '--metrics-bind-address serving on port' line in the log"
-for _ in $(seq 100); do
-  probe_port=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
-  [[ -n $probe_port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1
-done
+probe_port=$(logged_port --health-probe-bind-address "$work/stderr" "$pid")
 [[ -n $probe_port ]] || fail "no '--health-probe-bind-address serving on port' line in the log"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$probe_port/healthz" >/dev/null || fail "/healthz not 200"
