@@ -8,21 +8,6 @@ namespace {
 
 using json::Value;
 
-std::string str_at(const Value& root, std::string_view pointer) {
-  auto s = json::get_string(root, pointer);
-  return s ? std::string(*s) : std::string();
-}
-
-std::vector<std::string> strings_at(const Value& root, std::string_view pointer) {
-  std::vector<std::string> out;
-  const Value* v = json::find(root, pointer);
-  if (v == nullptr || !v->IsArray()) return out;
-  for (const Value& s : v->GetArray()) {
-    if (s.IsString()) out.emplace_back(s.GetString(), s.GetStringLength());
-  }
-  return out;
-}
-
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -80,10 +65,10 @@ std::string crd_path_to_pointer(std::string_view path) {
 
 void default_crd(json::Document& crd) {
   Value& root = crd.root();
-  std::string kind = str_at(root, "/spec/names/kind");
+  std::string kind = json::string_at(root, "/spec/names/kind");
   if (!kind.empty()) {
-    if (str_at(root, "/spec/names/singular").empty()) (void)json::set_string(crd, "/spec/names/singular", lower(kind));
-    if (str_at(root, "/spec/names/listKind").empty()) (void)json::set_string(crd, "/spec/names/listKind", kind + "List");
+    if (json::string_at(root, "/spec/names/singular").empty()) (void)json::set_string(crd, "/spec/names/singular", lower(kind));
+    if (json::string_at(root, "/spec/names/listKind").empty()) (void)json::set_string(crd, "/spec/names/listKind", kind + "List");
   }
   if (json::find(root, "/spec/conversion") == nullptr) (void)json::set_string(crd, "/spec/conversion/strategy", "None");
 }
@@ -91,15 +76,15 @@ void default_crd(json::Document& crd) {
 Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
   std::vector<FieldError> errs;
   CrdDefinition d;
-  d.name = str_at(crd, "/metadata/name");
-  d.group = str_at(crd, "/spec/group");
-  d.plural = str_at(crd, "/spec/names/plural");
-  d.singular = str_at(crd, "/spec/names/singular");
-  d.kind = str_at(crd, "/spec/names/kind");
-  d.list_kind = str_at(crd, "/spec/names/listKind");
-  d.short_names = strings_at(crd, "/spec/names/shortNames");
-  d.categories = strings_at(crd, "/spec/names/categories");
-  std::string scope = str_at(crd, "/spec/scope");
+  d.name = json::string_at(crd, "/metadata/name");
+  d.group = json::string_at(crd, "/spec/group");
+  d.plural = json::string_at(crd, "/spec/names/plural");
+  d.singular = json::string_at(crd, "/spec/names/singular");
+  d.kind = json::string_at(crd, "/spec/names/kind");
+  d.list_kind = json::string_at(crd, "/spec/names/listKind");
+  d.short_names = json::strings_at(crd, "/spec/names/shortNames");
+  d.categories = json::strings_at(crd, "/spec/names/categories");
+  std::string scope = json::string_at(crd, "/spec/scope");
   if (d.group.empty()) errs.push_back(required_value("spec.group"));
   if (d.plural.empty()) errs.push_back(required_value("spec.names.plural"));
   if (d.kind.empty()) errs.push_back(required_value("spec.names.kind"));
@@ -117,7 +102,7 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
     errs.push_back({"FieldValueNotSupported", "spec.scope",
                     "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\""});
   }
-  d.conversion_webhook = str_at(crd, "/spec/conversion/strategy") == "Webhook";
+  d.conversion_webhook = json::string_at(crd, "/spec/conversion/strategy") == "Webhook";
   if (d.conversion_webhook && json::find(crd, "/spec/conversion/webhook/clientConfig") == nullptr) {
     errs.push_back(required_value("spec.conversion.webhook", "required when strategy is set to Webhook"));
   }
@@ -130,7 +115,7 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
       const Value& v = (*versions)[i];
       std::string field = "spec.versions[" + std::to_string(i) + "]";
       CrdVersion cv;
-      cv.name = str_at(v, "/name");
+      cv.name = json::string_at(v, "/name");
       if (cv.name.empty()) errs.push_back(required_value(field + ".name"));
       if (d.version(cv.name) != nullptr) {
         errs.push_back({"FieldValueDuplicate", field + ".name", "Duplicate value: \"" + cv.name + "\""});
@@ -151,9 +136,9 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
       cv.has_status = json::find(v, "/subresources/status") != nullptr;
       if (json::find(v, "/subresources/scale") != nullptr) {
         cv.has_scale = true;
-        cv.spec_replicas_path = str_at(v, "/subresources/scale/specReplicasPath");
-        cv.status_replicas_path = str_at(v, "/subresources/scale/statusReplicasPath");
-        cv.label_selector_path = str_at(v, "/subresources/scale/labelSelectorPath");
+        cv.spec_replicas_path = json::string_at(v, "/subresources/scale/specReplicasPath");
+        cv.status_replicas_path = json::string_at(v, "/subresources/scale/statusReplicasPath");
+        cv.label_selector_path = json::string_at(v, "/subresources/scale/labelSelectorPath");
         if (cv.spec_replicas_path.empty()) errs.push_back(required_value(field + ".subresources.scale.specReplicasPath"));
         if (cv.status_replicas_path.empty()) {
           errs.push_back(required_value(field + ".subresources.scale.statusReplicasPath"));
@@ -176,14 +161,14 @@ void set_crd_status(json::Document& crd, const CrdDefinition& def, const std::st
   std::string names_time = now, established_time = now;
   if (const Value* conds = json::find(crd.root(), "/status/conditions"); conds != nullptr && conds->IsArray()) {
     for (const Value& c : conds->GetArray()) {
-      std::string type = str_at(c, "/type");
-      std::string t = str_at(c, "/lastTransitionTime");
-      if (str_at(c, "/status") != "True" || t.empty()) continue;
+      std::string type = json::string_at(c, "/type");
+      std::string t = json::string_at(c, "/lastTransitionTime");
+      if (json::string_at(c, "/status") != "True" || t.empty()) continue;
       if (type == "NamesAccepted") names_time = t;
       if (type == "Established") established_time = t;
     }
   }
-  std::vector<std::string> stored = strings_at(crd.root(), "/status/storedVersions");
+  std::vector<std::string> stored = json::strings_at(crd.root(), "/status/storedVersions");
   if (std::find(stored.begin(), stored.end(), def.storage_version) == stored.end()) stored.push_back(def.storage_version);
 
   Value status(rapidjson::kObjectType);

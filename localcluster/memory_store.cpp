@@ -49,11 +49,6 @@ std::string now_text(int64_t plus_seconds = 0) {
   return format_time(std::chrono::system_clock::now() + std::chrono::seconds(plus_seconds));
 }
 
-std::string str_at(const Value& root, std::string_view pointer) {
-  auto s = json::get_string(root, pointer);
-  return s ? std::string(*s) : std::string();
-}
-
 const Value& null_value() {
   static const Value v;
   return v;
@@ -214,7 +209,7 @@ void default_containers(Value& spec, const char* field, json::Allocator& a) {
     default_if_missing(c, "terminationMessagePath", Value("/dev/termination-log"), a);
     default_if_missing(c, "terminationMessagePolicy", Value("File"), a);
     if (!c.HasMember("imagePullPolicy")) {
-      std::string image = str_at(c, "/image");
+      std::string image = json::string_at(c, "/image");
       std::string_view last = image;
       if (auto slash = last.rfind('/'); slash != std::string_view::npos) last = last.substr(slash + 1);
       bool latest = last.find('@') == std::string_view::npos &&
@@ -321,7 +316,7 @@ void default_builtin(const ResourceInfo& r, Document& d, std::mt19937_64& rng) {
       root.RemoveMember("stringData");
     }
   } else if (r.group.empty() && r.resource == "namespaces") {
-    std::string name = str_at(root, "/metadata/name");
+    std::string name = json::string_at(root, "/metadata/name");
     if (!name.empty()) (void)json::set_string(d, "/metadata/labels/" + json::escape_pointer_token("kubernetes.io/metadata.name"), name);
     if (json::find(d.root(), "/spec/finalizers") == nullptr) {
       Value f(rapidjson::kArrayType);
@@ -346,8 +341,8 @@ void default_builtin(const ResourceInfo& r, Document& d, std::mt19937_64& rng) {
 void default_job_selector(Document& d) {
   if (json::get_bool(d.root(), "/spec/manualSelector").value_or(false)) return;
   if (json::find(d.root(), "/spec/selector") != nullptr) return;
-  std::string uid = str_at(d.root(), "/metadata/uid");
-  std::string name = str_at(d.root(), "/metadata/name");
+  std::string uid = json::string_at(d.root(), "/metadata/uid");
+  std::string name = json::string_at(d.root(), "/metadata/name");
   auto esc = [](std::string_view k) { return json::escape_pointer_token(k); };
   (void)json::set_string(d, "/spec/selector/matchLabels/" + esc("batch.kubernetes.io/controller-uid"), uid);
   for (auto [k, v] : {std::pair<std::string_view, std::string>{"batch.kubernetes.io/controller-uid", uid},
@@ -400,7 +395,7 @@ struct WatchState {
 
   bool matches(const Document& d) const {
     const Value& root = d.root();
-    if (!ns.empty() && str_at(root, "/metadata/namespace") != ns) return false;
+    if (!ns.empty() && json::string_at(root, "/metadata/namespace") != ns) return false;
     if (!labels.empty() && !labels.matches(member_or_null(member_or_null(root, "metadata"), "labels"))) return false;
     return fields.empty() || fields.matches(root);
   }
@@ -684,7 +679,7 @@ class MemoryStore final : public Store {
       if (s == nullptr) return fail(errors::resource_not_found());
       if (!obj.root().IsObject()) return fail(errors::bad_request("the body of the request must be a JSON object"));
       if (subresource == "scale") return update_scale(*s, ns, name, obj, dry_run, p);
-      std::string body_name = str_at(obj.root(), "/metadata/name");
+      std::string body_name = json::string_at(obj.root(), "/metadata/name");
       if (!body_name.empty() && body_name != name) {
         return fail(errors::bad_request("the name of the object (" + body_name +
                                         ") does not match the name on the URL (" + std::string(name) + ")"));
@@ -694,7 +689,7 @@ class MemoryStore final : public Store {
       Table& t = core_->tables.at(s->storage_key);
       auto it = t.objects.find(key_for(s->info, ns, name));
       if (it == t.objects.end()) return fail(errors::not_found(s->info, name));
-      if (s->crd != nullptr && str_at(obj.root(), "/metadata/resourceVersion").empty()) {
+      if (s->crd != nullptr && json::string_at(obj.root(), "/metadata/resourceVersion").empty()) {
         return fail(errors::invalid(s->info, name,
                                     {invalid_value_text("metadata.resourceVersion", "0x0",
                                                         "must be specified for an update")}));
@@ -874,7 +869,7 @@ class MemoryStore final : public Store {
       meta_remove(obj, "namespace");
       return {};
     }
-    std::string body_ns = str_at(obj.root(), "/metadata/namespace");
+    std::string body_ns = json::string_at(obj.root(), "/metadata/namespace");
     if (!body_ns.empty() && body_ns != ns) {
       return fail(errors::bad_request(
           "the namespace of the provided object does not match the namespace sent on the request"));
@@ -928,7 +923,7 @@ class MemoryStore final : public Store {
     } else {
       t.objects.emplace(key, Stored{doc, text});
     }
-    Event e{rv, type, str_at(doc->root(), "/metadata/namespace"), doc, deleted ? nullptr : prev, text};
+    Event e{rv, type, json::string_at(doc->root(), "/metadata/namespace"), doc, deleted ? nullptr : prev, text};
     t.last_change_rv = rv;
     for (auto& st : t.watchers) {
       if (offer(*st, e, true)) p.states.push_back(st);
@@ -995,7 +990,7 @@ class MemoryStore final : public Store {
     if (!obj.root().IsObject()) return fail(errors::bad_request("the body of the request must be a JSON object"));
     std::string ns(ns_in);
     if (s->info.namespaced && ns.empty()) {
-      ns = str_at(obj.root(), "/metadata/namespace");
+      ns = json::string_at(obj.root(), "/metadata/namespace");
       if (ns.empty()) ns = "default";
     }
     auto st = check_namespace(*s, ns, obj);
@@ -1005,15 +1000,15 @@ class MemoryStore final : public Store {
       auto nit = nst.objects.find(ns);
       if (nit == nst.objects.end()) return fail(errors::namespace_not_found(ns));
       if (json::find(nit->second.doc->root(), "/metadata/deletionTimestamp") != nullptr) {
-        return fail(errors::forbidden(s->info, str_at(obj.root(), "/metadata/name"),
+        return fail(errors::forbidden(s->info, json::string_at(obj.root(), "/metadata/name"),
                                       "unable to create new content in namespace " + ns +
                                           " because it is being terminated"));
       }
     }
     Table& t = core_->tables.at(s->storage_key);
-    std::string name = str_at(obj.root(), "/metadata/name");
+    std::string name = json::string_at(obj.root(), "/metadata/name");
     if (name.empty()) {
-      std::string gen = str_at(obj.root(), "/metadata/generateName");
+      std::string gen = json::string_at(obj.root(), "/metadata/generateName");
       if (gen.empty()) {
         return fail(errors::invalid(s->info, "", {required_value("metadata.name", "name or generateName is required")}));
       }
@@ -1086,9 +1081,9 @@ class MemoryStore final : public Store {
   StoreResult<Document> update_locked(const Served& s, Table& t, const std::string& key, DocPtr existing, Document obj,
                                       std::string_view subresource, bool dry_run, Pending& p) {
     const Value& old = existing->root();
-    std::string name = str_at(old, "/metadata/name");
-    std::string old_rv = str_at(old, "/metadata/resourceVersion");
-    std::string new_rv = str_at(obj.root(), "/metadata/resourceVersion");
+    std::string name = json::string_at(old, "/metadata/name");
+    std::string old_rv = json::string_at(old, "/metadata/resourceVersion");
+    std::string new_rv = json::string_at(obj.root(), "/metadata/resourceVersion");
     if (!new_rv.empty() && new_rv != old_rv) return fail(errors::stale_resource_version(s.info, name));
 
     Document next;
@@ -1166,7 +1161,7 @@ class MemoryStore final : public Store {
     Value status(rapidjson::kObjectType);
     status.AddMember("replicas", json::get_int(root, crd_path_to_pointer(s.version->status_replicas_path)).value_or(0), a);
     if (!s.version->label_selector_path.empty()) {
-      std::string sel = str_at(root, crd_path_to_pointer(s.version->label_selector_path));
+      std::string sel = json::string_at(root, crd_path_to_pointer(s.version->label_selector_path));
       if (!sel.empty()) status.AddMember("selector", json::str(sel, a), a);
     }
     scale.root().AddMember("status", status, a);
@@ -1189,7 +1184,7 @@ class MemoryStore final : public Store {
                                                  "must be greater than or equal to 0")}));
     }
     Document next = present(s, *it->second.doc);
-    std::string rv = str_at(scale.root(), "/metadata/resourceVersion");
+    std::string rv = json::string_at(scale.root(), "/metadata/resourceVersion");
     if (!rv.empty()) meta_set_string(next, "resourceVersion", rv);
     auto st = json::set(next, crd_path_to_pointer(s.version->spec_replicas_path), Value(*replicas));
     if (!st) return fail(errors::bad_request(st.error().message));
@@ -1226,7 +1221,7 @@ class MemoryStore final : public Store {
     auto it = t.objects.find(key_for(s->info, ns, name));
     if (it == t.objects.end()) {
       if (kind == PatchKind::Apply && subresource.empty()) {
-        std::string body_name = str_at(patch.root(), "/metadata/name");
+        std::string body_name = json::string_at(patch.root(), "/metadata/name");
         if (!body_name.empty() && body_name != name) {
           return fail(errors::bad_request("the name of the object (" + body_name +
                                           ") does not match the name on the URL (" + std::string(name) + ")"));
@@ -1272,11 +1267,11 @@ class MemoryStore final : public Store {
     if (!target.root().IsObject()) return fail(errors::bad_request("the patched object is not a JSON object"));
     if (subresource == "scale") return update_scale(*s, ns, name, target, dry_run, p);
     // The patch may name another object; kube-apiserver refuses that.
-    if (str_at(target.root(), "/metadata/name") != name) {
-      return fail(errors::bad_request("the name of the object (" + str_at(target.root(), "/metadata/name") +
+    if (json::string_at(target.root(), "/metadata/name") != name) {
+      return fail(errors::bad_request("the name of the object (" + json::string_at(target.root(), "/metadata/name") +
                                       ") does not match the name on the URL (" + std::string(name) + ")"));
     }
-    if (s->info.namespaced && str_at(target.root(), "/metadata/namespace") != ns) {
+    if (s->info.namespaced && json::string_at(target.root(), "/metadata/namespace") != ns) {
       return fail(errors::bad_request(
           "the namespace of the provided object does not match the namespace sent on the request"));
     }
@@ -1300,14 +1295,14 @@ class MemoryStore final : public Store {
     DocPtr existing = it->second.doc;
     const Value& old = existing->root();
     if (req.precondition_uid) {
-      std::string uid = str_at(old, "/metadata/uid");
+      std::string uid = json::string_at(old, "/metadata/uid");
       if (uid != *req.precondition_uid) {
         return fail(errors::conflict(s.info, name, "Precondition failed: UID in precondition: " + *req.precondition_uid +
                                                        ", UID in object meta: " + uid));
       }
     }
     if (req.precondition_resource_version) {
-      std::string rv = str_at(old, "/metadata/resourceVersion");
+      std::string rv = json::string_at(old, "/metadata/resourceVersion");
       if (rv != *req.precondition_resource_version) {
         return fail(errors::conflict(s.info, name,
                                      "Precondition failed: ResourceVersion in precondition: " +
@@ -1332,8 +1327,8 @@ class MemoryStore final : public Store {
     if (s.info.group.empty() && s.info.resource == "pods") {
       grace = req.grace_period_seconds.value_or(json::get_int(old, "/spec/terminationGracePeriodSeconds").value_or(30));
       if (grace < 0) grace = 1;
-      std::string phase = str_at(old, "/status/phase");
-      if (str_at(old, "/spec/nodeName").empty() || phase == "Succeeded" || phase == "Failed") grace = 0;
+      std::string phase = json::string_at(old, "/status/phase");
+      if (json::string_at(old, "/spec/nodeName").empty() || phase == "Succeeded" || phase == "Failed") grace = 0;
     }
     if (req.dry_run) return present(s, *existing);
 
@@ -1516,7 +1511,7 @@ class MemoryStore final : public Store {
         break;
       }
       if (targets != nullptr) {
-        targets->emplace_back(str_at(o.doc->root(), "/metadata/namespace"), str_at(o.doc->root(), "/metadata/name"));
+        targets->emplace_back(json::string_at(o.doc->root(), "/metadata/namespace"), json::string_at(o.doc->root(), "/metadata/name"));
       }
       selected.push_back(text_of(*s, o));
       last_key = it->first;

@@ -24,20 +24,6 @@ constexpr int kConflictRetries = 5;
 // kube-apiserver's fixed timeout for conversion webhooks.
 constexpr std::chrono::seconds kConversionTimeout{30};
 
-std::string str_at(const Value& v, std::string_view pointer) {
-  return std::string(json::get_string(v, pointer).value_or(""));
-}
-
-std::vector<std::string> strings_at(const Value& v, std::string_view pointer) {
-  std::vector<std::string> out;
-  const Value* a = json::find(v, pointer);
-  if (a == nullptr || !a->IsArray()) return out;
-  for (const auto& x : a->GetArray()) {
-    if (x.IsString()) out.emplace_back(x.GetString());
-  }
-  return out;
-}
-
 bool contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -101,7 +87,7 @@ class WebhookCaller {
     }
     const Value* svc = json::find(client_config, "/service");
     if (svc == nullptr || !svc->IsObject()) return fail("clientConfig has neither url nor service");
-    std::string ns = str_at(*svc, "/namespace"), name = str_at(*svc, "/name"), path = str_at(*svc, "/path");
+    std::string ns = json::string_at(*svc, "/namespace"), name = json::string_at(*svc, "/name"), path = json::string_at(*svc, "/path");
     int64_t port = json::get_int(*svc, "/port").value_or(443);
     if (path.empty()) path = "/";
     std::string host = fmt::format("{}.{}.svc", name, ns);
@@ -216,14 +202,14 @@ bool resource_matches(std::string_view rule, std::string_view resource, std::str
 
 bool rule_matches(const Value& rule, Operation op, const std::string& group, const std::string& version,
                   const std::string& resource, std::string_view sub, bool namespaced) {
-  auto ops = strings_at(rule, "/operations");
+  auto ops = json::strings_at(rule, "/operations");
   if (!contains(ops, "*") && !contains(ops, op_name(op))) return false;
-  auto groups = strings_at(rule, "/apiGroups");
+  auto groups = json::strings_at(rule, "/apiGroups");
   if (!contains(groups, "*") && !contains(groups, group)) return false;
-  auto versions = strings_at(rule, "/apiVersions");
+  auto versions = json::strings_at(rule, "/apiVersions");
   if (!contains(versions, "*") && !contains(versions, version)) return false;
   bool any = false;
-  for (const auto& r : strings_at(rule, "/resources")) any = any || resource_matches(r, resource, sub);
+  for (const auto& r : json::strings_at(rule, "/resources")) any = any || resource_matches(r, resource, sub);
   if (!any) return false;
   auto scope = json::get_string(rule, "/scope").value_or("*");
   if (scope == "Cluster") return !namespaced;
@@ -331,7 +317,7 @@ struct ApiFront::Impl {
     std::string storage_version;
     if (const Value* vs = json::find(root, "/spec/versions"); vs != nullptr && vs->IsArray()) {
       for (const auto& v : vs->GetArray()) {
-        if (json::get_bool(v, "/storage").value_or(false)) storage_version = str_at(v, "/name");
+        if (json::get_bool(v, "/storage").value_or(false)) storage_version = json::string_at(v, "/name");
       }
     }
     if (storage_version.empty() || storage_version == r.version) return std::nullopt;
@@ -350,10 +336,10 @@ struct ApiFront::Impl {
   StoreResult<void> convert(const Conversion& c, std::vector<Document*> objects, const std::string& desired) {
     std::vector<Document*> to_convert;
     for (Document* d : objects) {
-      if (d->root().IsObject() && str_at(d->root(), "/apiVersion") != desired) to_convert.push_back(d);
+      if (d->root().IsObject() && json::string_at(d->root(), "/apiVersion") != desired) to_convert.push_back(d);
     }
     if (to_convert.empty()) return {};
-    std::string source = str_at(to_convert.front()->root(), "/apiVersion");
+    std::string source = json::string_at(to_convert.front()->root(), "/apiVersion");
     auto failed = [&](const std::string& why) {
       return internal_error(fmt::format("conversion webhook for {} failed: {}", gvk_text(source, c.kind), why));
     };
@@ -376,11 +362,11 @@ struct ApiFront::Impl {
     auto res = caller.post(*ep, review.dump(), kConversionTimeout);
     if (!res) return fail(failed(res.error().message));
     const Value& resp = res->root();
-    if (str_at(resp, "/response/uid") != uid) {
-      return fail(failed(fmt::format("expected response.uid=\"{}\", got \"{}\"", uid, str_at(resp, "/response/uid"))));
+    if (json::string_at(resp, "/response/uid") != uid) {
+      return fail(failed(fmt::format("expected response.uid=\"{}\", got \"{}\"", uid, json::string_at(resp, "/response/uid"))));
     }
-    if (auto st = str_at(resp, "/response/result/status"); st != "Success") {
-      auto msg = str_at(resp, "/response/result/message");
+    if (auto st = json::string_at(resp, "/response/result/status"); st != "Success") {
+      auto msg = json::string_at(resp, "/response/result/message");
       return fail(failed(!msg.empty() ? msg : fmt::format("response.result.status was '{}', not 'Success'", st)));
     }
     const Value* converted = json::find(resp, "/response/convertedObjects");
@@ -391,9 +377,9 @@ struct ApiFront::Impl {
     }
     for (size_t i = 0; i < to_convert.size(); ++i) {
       const Value& out = (*converted)[static_cast<rapidjson::SizeType>(i)];
-      if (str_at(out, "/apiVersion") != desired) {
+      if (json::string_at(out, "/apiVersion") != desired) {
         return fail(failed(fmt::format("invalid converted object at index {}: invalid apiVersion \"{}\", expected \"{}\"",
-                                       i, str_at(out, "/apiVersion"), desired)));
+                                       i, json::string_at(out, "/apiVersion"), desired)));
       }
       Document next = Document::copy_of(out);
       // Only labels and annotations may change; everything else of metadata stays as stored.
@@ -525,8 +511,8 @@ struct ApiFront::Impl {
         if (!patch.root().IsObject()) return fail(errors::bad_request("a merge patch must be a JSON object"));
         json::apply_merge_patch(target, patch.root());
       }
-      if (str_at(target.root(), "/metadata/name") != name) {
-        return fail(errors::bad_request("the name of the object (" + str_at(target.root(), "/metadata/name") +
+      if (json::string_at(target.root(), "/metadata/name") != name) {
+        return fail(errors::bad_request("the name of the object (" + json::string_at(target.root(), "/metadata/name") +
                                         ") does not match the name on the URL (" + std::string(name) + ")"));
       }
       auto out = vupdate(r, ns, name, std::move(target), sub, dry_run);
@@ -552,14 +538,14 @@ struct ApiFront::Impl {
     for (const auto& c : items->GetArray()) configs.push_back(&c);
     // kube-apiserver orders the configurations by name, then the webhooks as listed.
     std::sort(configs.begin(), configs.end(), [](const Value* x, const Value* y) {
-      return str_at(*x, "/metadata/name") < str_at(*y, "/metadata/name");
+      return json::string_at(*x, "/metadata/name") < json::string_at(*y, "/metadata/name");
     });
     for (const Value* c : configs) {
       const Value* hooks = json::find(*c, "/webhooks");
       if (hooks == nullptr || !hooks->IsArray()) continue;
       for (const auto& h : hooks->GetArray()) {
         Webhook w;
-        w.name = str_at(h, "/name");
+        w.name = json::string_at(h, "/name");
         w.mutating = mutating;
         w.spec = Document::copy_of(h);
         w.fail_closed = json::get_string(h, "/failurePolicy").value_or("Fail") != "Ignore";
@@ -666,9 +652,9 @@ struct ApiFront::Impl {
     StatusError e;
     e.code = static_cast<int>(json::get_int(result, "/code").value_or(0));
     if (e.code < 400) e.code = 400;
-    e.reason = str_at(result, "/reason");
+    e.reason = json::string_at(result, "/reason");
     std::string by = fmt::format("admission webhook \"{}\" denied the request", h.name);
-    std::string msg = str_at(result, "/message");
+    std::string msg = json::string_at(result, "/message");
     if (!msg.empty()) {
       e.message = by + ": " + msg;
     } else if (!e.reason.empty()) {
@@ -731,16 +717,16 @@ struct ApiFront::Impl {
     auto res = caller.post(*ep, review.dump(), h.timeout);
     if (!res) return failure("failed to call webhook: " + res.error().message);
     const Value& resp = res->root();
-    if (str_at(resp, "/apiVersion") != "admission.k8s.io/v1" || str_at(resp, "/kind") != "AdmissionReview") {
+    if (json::string_at(resp, "/apiVersion") != "admission.k8s.io/v1" || json::string_at(resp, "/kind") != "AdmissionReview") {
       return failure(fmt::format("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}",
-                                 gvk_text(str_at(resp, "/apiVersion"), str_at(resp, "/kind"))));
+                                 gvk_text(json::string_at(resp, "/apiVersion"), json::string_at(resp, "/kind"))));
     }
     const Value* response = json::find(resp, "/response");
     if (response == nullptr || !response->IsObject()) return failure("webhook response was absent");
-    if (str_at(*response, "/uid") != uid) {
-      return failure(fmt::format("expected response.uid=\"{}\", got \"{}\"", uid, str_at(*response, "/uid")));
+    if (json::string_at(*response, "/uid") != uid) {
+      return failure(fmt::format("expected response.uid=\"{}\", got \"{}\"", uid, json::string_at(*response, "/uid")));
     }
-    for (const auto& w : strings_at(*response, "/warnings")) notes.warnings.push_back(w);
+    for (const auto& w : json::strings_at(*response, "/warnings")) notes.warnings.push_back(w);
     if (!json::get_bool(*response, "/allowed").value_or(false)) {
       const Value* status = json::find(*response, "/status");
       static const Value empty(rapidjson::kObjectType);
@@ -750,7 +736,7 @@ struct ApiFront::Impl {
     if (!patch_text || patch_text->empty()) return true;
     if (!h.mutating) return true;
     if (json::get_string(*response, "/patchType").value_or("") != "JSONPatch") {
-      return failure(fmt::format("unsupported patch type \"{}\"", str_at(*response, "/patchType")));
+      return failure(fmt::format("unsupported patch type \"{}\"", json::string_at(*response, "/patchType")));
     }
     if (object == nullptr || !object->root().IsObject()) return true;  // DELETE: nothing to patch
     auto decoded = kube::base64_decode(*patch_text);
@@ -840,7 +826,7 @@ struct ApiFront::Impl {
   StoreResult<Document> create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run,
                                CallNotes& notes) {
     if (is_webhook_configuration(r)) return vcreate(r, ns, std::move(obj), dry_run);
-    std::string name = obj.root().IsObject() ? str_at(obj.root(), "/metadata/name") : "";
+    std::string name = obj.root().IsObject() ? json::string_at(obj.root(), "/metadata/name") : "";
     Attributes at = attributes(r, ns, name, "", Operation::Create, "CreateOptions", dry_run);
     auto [mutating, validating] = hooks_for(at);
     if (mutating.empty() && validating.empty()) return vcreate(r, ns, std::move(obj), dry_run);
@@ -852,7 +838,7 @@ struct ApiFront::Impl {
     // Validating webhooks see the object as it will be stored: defaulted, named, validated.
     auto pre = vcreate(r, ns, obj, true);
     if (!pre) return pre;
-    at.name = str_at(pre->root(), "/metadata/name");
+    at.name = json::string_at(pre->root(), "/metadata/name");
     if (auto s = validate(validating, at, &*pre, nullptr, notes); !s) return fail(std::move(s).error());
     if (dry_run) return pre;
     // Stored from the mutated object, not the dry run's result: defaults derived from the uid
@@ -935,7 +921,7 @@ struct ApiFront::Impl {
   StoreResult<void> admit_delete(const ResourceInfo& r, std::string_view ns, const Document& old,
                                  const DeleteRequest& req, std::vector<Webhook>& mutating,
                                  std::vector<Webhook>& validating, CallNotes& notes) {
-    Attributes at = attributes(r, ns, str_at(old.root(), "/metadata/name"), "", Operation::Delete, "DeleteOptions",
+    Attributes at = attributes(r, ns, json::string_at(old.root(), "/metadata/name"), "", Operation::Delete, "DeleteOptions",
                                req.dry_run);
     at.options = delete_options(req);
     if (auto s = mutate(mutating, at, nullptr, nullptr, notes); !s) return s;
@@ -964,7 +950,7 @@ struct ApiFront::Impl {
     DeleteRequest guarded = req;
     // Delete exactly what the webhooks saw.
     if (!guarded.precondition_resource_version) {
-      guarded.precondition_resource_version = str_at(old->root(), "/metadata/resourceVersion");
+      guarded.precondition_resource_version = json::string_at(old->root(), "/metadata/resourceVersion");
     }
     return vremove(r, ns, name, guarded);
   }
@@ -986,7 +972,7 @@ struct ApiFront::Impl {
           Document old = Document::copy_of(it);
           if (!old.root().HasMember("apiVersion")) set_member(old, "apiVersion", json::str(r.api_version(), old.alloc()));
           if (!old.root().HasMember("kind")) set_member(old, "kind", json::str(r.kind, old.alloc()));
-          std::string item_ns = str_at(old.root(), "/metadata/namespace");
+          std::string item_ns = json::string_at(old.root(), "/metadata/namespace");
           if (auto s = admit_delete(r, item_ns, old, req, mutating, validating, notes); !s) {
             return fail(std::move(s).error());
           }

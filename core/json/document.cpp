@@ -416,6 +416,20 @@ std::optional<std::string_view> get_string(const Value& root, std::string_view p
   return std::string_view(v->GetString(), v->GetStringLength());
 }
 
+std::string string_at(const Value& root, std::string_view pointer) {
+  return std::string(get_string(root, pointer).value_or(std::string_view{}));
+}
+
+std::vector<std::string> strings_at(const Value& root, std::string_view pointer) {
+  std::vector<std::string> out;
+  const Value* v = find(root, pointer);
+  if (v == nullptr || !v->IsArray()) return out;
+  for (const Value& s : v->GetArray()) {
+    if (s.IsString()) out.emplace_back(view(s));
+  }
+  return out;
+}
+
 std::optional<int64_t> get_int(const Value& root, std::string_view pointer) {
   const Value* v = find(root, pointer);
   if (!v || !v->IsInt64()) return std::nullopt;

@@ -81,9 +81,13 @@ std::string canonical(const Value& v);
 
 // Deep copy of `v` using `alloc`.
 inline Value clone(const Value& v, Allocator& alloc) { return Value(v, alloc); }
+// A string value holding a copy of `s`. An empty view may carry a null pointer, which RapidJSON
+// rejects (an assertion in debug builds), so it becomes "".
 inline Value str(std::string_view s, Allocator& alloc) {
-  return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
+  return s.data() == nullptr ? Value("", 0, alloc) : Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
 }
+// The text of a string value; `s` must be a string (IsString()).
+inline std::string_view view(const Value& s) { return {s.GetString(), s.GetStringLength()}; }
 
 // ---- JSON Pointer access --------------------------------------------------------------------
 // Returns nullptr when any step is missing or of the wrong kind.
@@ -94,6 +98,10 @@ std::optional<std::string_view> get_string(const Value& root, std::string_view p
 std::optional<int64_t> get_int(const Value& root, std::string_view pointer);
 std::optional<double> get_number(const Value& root, std::string_view pointer);
 std::optional<bool> get_bool(const Value& root, std::string_view pointer);
+// The string at `pointer`, or "" when it is missing or not a string (Kubernetes' zero value).
+std::string string_at(const Value& root, std::string_view pointer);
+// The string elements of the array at `pointer`, skipping others; empty when it is missing.
+std::vector<std::string> strings_at(const Value& root, std::string_view pointer);
 
 // Sets the value at `pointer`, creating intermediate objects. Fails (naming the step) when an
 // intermediate exists and is not an object, or an array index is out of range.

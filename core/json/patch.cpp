@@ -52,8 +52,6 @@ void diff_objects(const Value& original, const Value& modified, Value& out, Allo
 
 // ---- RFC 6902 -------------------------------------------------------------------------------
 
-std::string_view view(const Value& s) { return {s.GetString(), s.GetStringLength()}; }
-
 // RFC 6901 array index: digits only, no leading zeros.
 std::optional<size_t> array_index(std::string_view token) {
   if (token.empty() || (token.size() > 1 && token[0] == '0')) return std::nullopt;

@@ -23,8 +23,6 @@ constexpr std::string_view kRetainKeys = "$retainKeys";
 constexpr std::string_view kDeleteFromPrimitiveList = "$deleteFromPrimitiveList/";
 constexpr std::string_view kSetElementOrder = "$setElementOrder/";
 
-std::string_view view(const Value& s) { return {s.GetString(), s.GetStringLength()}; }
-
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 Value::MemberIterator find_member(Value& obj, std::string_view key) {

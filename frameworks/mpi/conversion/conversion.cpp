@@ -12,6 +12,7 @@ namespace unitrain::frameworks::mpi::conversion {
 namespace {
 
 using json::Value;
+using json::view;
 
 constexpr std::string_view kV1 = "kubeflow.org/v1";
 constexpr std::string_view kV2beta1 = "kubeflow.org/v2beta1";
@@ -33,8 +34,6 @@ bool known_in(std::string_view api_version, std::string_view field) {
 std::string_view annotation_for(std::string_view api_version) {
   return api_version == kV1 ? kV1FieldsAnnotation : kV2beta1FieldsAnnotation;
 }
-
-std::string_view view(const Value& s) { return {s.GetString(), s.GetStringLength()}; }
 
 // Parses the stash annotation `name` off `annotations` (removing it). Null document when absent.
 Result<json::Document> take_stash(Value* annotations, std::string_view name) {

@@ -13,6 +13,7 @@
 #include "core/controller/pod_builder.h"
 #include "core/kube/fake_client.h"
 #include "tests/integration/controller/echo_framework.h"
+#include "tests/support/eventually.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -43,15 +44,7 @@ class RecordingSink final : public c::EventSink {
   std::vector<std::string> events_;
 };
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
 
 Document echo_job(std::string_view name, int replicas, std::string_view run_policy = "{}") {
   return Document::parse(fmt::format(R"({{"apiVersion":"test.unitrain.io/v1","kind":"EchoJob","metadata":{{"name":"{}","namespace":"ns"}},

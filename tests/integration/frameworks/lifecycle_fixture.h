@@ -25,6 +25,7 @@
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/controllers/podgroup_crds.h"
 #include "localcluster/local_cluster.h"
+#include "tests/support/eventually.h"
 
 namespace unitrain::testing {
 
@@ -72,16 +73,6 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
 }
 
 // Writes the API server counted, by verb and resource, from its /metrics exposition.

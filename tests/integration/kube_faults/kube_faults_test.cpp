@@ -13,6 +13,7 @@
 #include "core/kube/rest_client.h"
 #include "localcluster/local_cluster.h"
 #include "localcluster/tls.h"
+#include "tests/support/eventually.h"
 
 namespace json = unitrain::json;
 namespace kube = unitrain::kube;
@@ -24,15 +25,7 @@ namespace {
 
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 15s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
 
 lc::FaultConfig faults(const std::string& text) {
   auto c = lc::FaultConfig::parse(text);

@@ -15,6 +15,7 @@
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/controllers/podgroup_crds.h"
 #include "localcluster/store.h"
+#include "tests/support/eventually.h"
 
 using namespace unitrain;
 using namespace unitrain::localcluster;
@@ -23,14 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
 
 json::Document parse(const std::string& text) {
   auto d = json::Document::parse(text);

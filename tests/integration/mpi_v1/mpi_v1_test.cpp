@@ -17,6 +17,7 @@
 #include "frameworks/mpi/v2/register.h"
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
+#include "tests/support/eventually.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -53,15 +54,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
 
 // Successful requests of one verb the API server counted, by resource ("pods", "roles"), from its
 // /metrics exposition.

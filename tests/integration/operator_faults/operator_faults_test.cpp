@@ -15,6 +15,7 @@
 #include "frameworks/pytorch/register.h"
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
+#include "tests/support/eventually.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -37,15 +38,9 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 90s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
+// Every request may meet an injected fault and its retry back-off: the jobs take longer than usual.
+constexpr auto kUnderFaults = std::chrono::seconds(90);
 
 // Counts pod creations per name straight from the store, which no injected fault touches: a
 // duplicate pod (a second creation under one name, or a pod beyond the expected set) shows here.
@@ -234,8 +229,8 @@ spec:
   create(kPyTorchJobs, (*jobs)[0].root());
   create(kMPIJobs, (*jobs)[1].root());
 
-  REQUIRE(eventually([&] { return env.true_conditions(kPyTorchJobs, "torch").find("Succeeded") != std::string::npos; }));
-  REQUIRE(eventually([&] { return env.true_conditions(kMPIJobs, "pi").find("Succeeded") != std::string::npos; }));
+  REQUIRE(eventually([&] { return env.true_conditions(kPyTorchJobs, "torch").find("Succeeded") != std::string::npos; }, kUnderFaults));
+  REQUIRE(eventually([&] { return env.true_conditions(kMPIJobs, "pi").find("Succeeded") != std::string::npos; }, kUnderFaults));
   CHECK(env.true_conditions(kPyTorchJobs, "torch").find("Failed") == std::string::npos);
   CHECK(env.true_conditions(kMPIJobs, "pi").find("Failed") == std::string::npos);
 
@@ -249,7 +244,7 @@ spec:
     for (const auto& m : statuses->GetObject())
       if (json::get_int(m.value, "/active").value_or(0) != 0) return false;
     return true;
-  }));
+  }, kUnderFaults));
   auto torch = env.stored(kPyTorchJobs, "torch");
   CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Master/succeeded") == 1);
   CHECK(json::get_int(torch.root(), "/status/replicaStatuses/Worker/succeeded") == 3);

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/api/kubeflow.h"
+#include "tests/support/json.h"
 
 namespace api = unitrain::api;
 namespace json = unitrain::json;
@@ -8,11 +9,7 @@ using api::FieldPath;
 using api::JobStatus;
 
 namespace {
-json::Document doc(std::string_view text) {
-  auto d = json::Document::parse(text);
-  REQUIRE(d);
-  return std::move(d).value();
-}
+using unitrain::testing::doc;
 template <class T>
 std::string encode(const T& v) {
   json::Document out = json::Document::object();

@@ -10,13 +10,13 @@ namespace api = unitrain::api;
 namespace json = unitrain::json;
 
 namespace {
-LabelSelector must_parse(std::string_view s) {
+LabelSelector must_parse_selector(std::string_view s) {
   auto r = LabelSelector::parse(s);
   INFO(s);
   if (!r) FAIL(r.error().message);
   return *r;
 }
-std::string parse_error(std::string_view s) {
+std::string selector_parse_error(std::string_view s) {
   auto r = LabelSelector::parse(s);
   INFO(s);
   REQUIRE_FALSE(r);
@@ -25,28 +25,28 @@ std::string parse_error(std::string_view s) {
 }  // namespace
 
 TEST_CASE("selector string parse and canonical print") {
-  CHECK(must_parse("").empty());
-  CHECK(must_parse("   ").empty());
-  CHECK(must_parse("a=b").to_string() == "a=b");
-  CHECK(must_parse("a==b").to_string() == "a=b");
-  CHECK(must_parse(" z != y , a=b").to_string() == "a=b,z!=y");
-  CHECK(must_parse("env in (prod, dev,qa)").to_string() == "env in (dev,prod,qa)");
-  CHECK(must_parse("env in(b,a,b)").to_string() == "env in (a,b)");
-  CHECK(must_parse("tier notin (x)").to_string() == "tier notin (x)");
-  CHECK(must_parse("app").to_string() == "app");
-  CHECK(must_parse("!app").to_string() == "!app");
-  CHECK(must_parse("! app").to_string() == "!app");
-  CHECK(must_parse("n>5,m<3").to_string() == "m<3,n>5");
-  CHECK(must_parse("example.com/role=worker").to_string() == "example.com/role=worker");
-  CHECK(must_parse("a=").to_string() == "a=");
-  CHECK(must_parse("a=,b=c").to_string() == "a=,b=c");
+  CHECK(must_parse_selector("").empty());
+  CHECK(must_parse_selector("   ").empty());
+  CHECK(must_parse_selector("a=b").to_string() == "a=b");
+  CHECK(must_parse_selector("a==b").to_string() == "a=b");
+  CHECK(must_parse_selector(" z != y , a=b").to_string() == "a=b,z!=y");
+  CHECK(must_parse_selector("env in (prod, dev,qa)").to_string() == "env in (dev,prod,qa)");
+  CHECK(must_parse_selector("env in(b,a,b)").to_string() == "env in (a,b)");
+  CHECK(must_parse_selector("tier notin (x)").to_string() == "tier notin (x)");
+  CHECK(must_parse_selector("app").to_string() == "app");
+  CHECK(must_parse_selector("!app").to_string() == "!app");
+  CHECK(must_parse_selector("! app").to_string() == "!app");
+  CHECK(must_parse_selector("n>5,m<3").to_string() == "m<3,n>5");
+  CHECK(must_parse_selector("example.com/role=worker").to_string() == "example.com/role=worker");
+  CHECK(must_parse_selector("a=").to_string() == "a=");
+  CHECK(must_parse_selector("a=,b=c").to_string() == "a=,b=c");
   // Keywords are plain words in value position.
-  CHECK(must_parse("a=in").to_string() == "a=in");
-  CHECK(must_parse("a in (in,notin)").to_string() == "a in (in,notin)");
+  CHECK(must_parse_selector("a=in").to_string() == "a=in");
+  CHECK(must_parse_selector("a in (in,notin)").to_string() == "a in (in,notin)");
 }
 
 TEST_CASE("selector requirements hold sorted unique values and ops") {
-  auto s = must_parse("b in (y,x,y),a!=1,!c,d");
+  auto s = must_parse_selector("b in (y,x,y),a!=1,!c,d");
   const auto& reqs = s.requirements();
   REQUIRE(reqs.size() == 4);
   CHECK(reqs[0] == Requirement{"a", Requirement::Op::NotEquals, {"1"}});
@@ -56,57 +56,57 @@ TEST_CASE("selector requirements hold sorted unique values and ops") {
 }
 
 TEST_CASE("selector empty set entries mean the empty value") {
-  CHECK(must_parse("a in ()").requirements()[0].values == std::vector<std::string>{""});
-  CHECK(must_parse("a in (x,)").requirements()[0].values == std::vector<std::string>{"", "x"});
-  CHECK(must_parse("a in (,x)").requirements()[0].values == std::vector<std::string>{"", "x"});
-  CHECK(must_parse("a in (x,,y)").requirements()[0].values == std::vector<std::string>{"", "x", "y"});
+  CHECK(must_parse_selector("a in ()").requirements()[0].values == std::vector<std::string>{""});
+  CHECK(must_parse_selector("a in (x,)").requirements()[0].values == std::vector<std::string>{"", "x"});
+  CHECK(must_parse_selector("a in (,x)").requirements()[0].values == std::vector<std::string>{"", "x"});
+  CHECK(must_parse_selector("a in (x,,y)").requirements()[0].values == std::vector<std::string>{"", "x", "y"});
 }
 
 TEST_CASE("selector round trip through the canonical form") {
   for (std::string_view s : {"a=b", "a!=b,c in (d,e),!f,g", "k8s.io/x notin (a,b),n>10", "a=,b<2", "x in ()"}) {
-    auto first = must_parse(s);
-    auto second = must_parse(first.to_string());
+    auto first = must_parse_selector(s);
+    auto second = must_parse_selector(first.to_string());
     CHECK(first == second);
     CHECK(first.to_string() == second.to_string());
   }
 }
 
 TEST_CASE("selector errors name the position and token") {
-  CHECK(parse_error("a in (b") == "label selector 'a in (b': position 8: expected ',' or ')'");
-  CHECK(parse_error("a in b") == "label selector 'a in b': position 6: expected '(', found 'b'");
-  CHECK(parse_error("a=b c") == "label selector 'a=b c': position 5: expected ',' or end of selector, found 'c'");
-  CHECK(parse_error("a,") == "label selector 'a,': position 3: expected label key or '!' after ','");
-  CHECK(parse_error(",a") == "label selector ',a': position 1: expected label key or '!', found ','");
-  CHECK(parse_error("a=(b)").find("position 3: expected value, found '('") != std::string::npos);
-  CHECK(parse_error("!a=b").find("position 3: expected ',' or end of selector, found '='") != std::string::npos);
-  CHECK(parse_error("in=b").find("position 1: expected label key, found 'in'") != std::string::npos);
-  CHECK(parse_error("a b").find("position 3: expected one of '=', '==', '!=', 'in', 'notin', '>', '<', found 'b'") !=
+  CHECK(selector_parse_error("a in (b") == "label selector 'a in (b': position 8: expected ',' or ')'");
+  CHECK(selector_parse_error("a in b") == "label selector 'a in b': position 6: expected '(', found 'b'");
+  CHECK(selector_parse_error("a=b c") == "label selector 'a=b c': position 5: expected ',' or end of selector, found 'c'");
+  CHECK(selector_parse_error("a,") == "label selector 'a,': position 3: expected label key or '!' after ','");
+  CHECK(selector_parse_error(",a") == "label selector ',a': position 1: expected label key or '!', found ','");
+  CHECK(selector_parse_error("a=(b)").find("position 3: expected value, found '('") != std::string::npos);
+  CHECK(selector_parse_error("!a=b").find("position 3: expected ',' or end of selector, found '='") != std::string::npos);
+  CHECK(selector_parse_error("in=b").find("position 1: expected label key, found 'in'") != std::string::npos);
+  CHECK(selector_parse_error("a b").find("position 3: expected one of '=', '==', '!=', 'in', 'notin', '>', '<', found 'b'") !=
         std::string::npos);
-  CHECK(parse_error("a>x").find("position 3: value \"x\" for '>' or '<' must be an integer") != std::string::npos);
-  CHECK(parse_error("a<1.5").find("must be an integer") != std::string::npos);
+  CHECK(selector_parse_error("a>x").find("position 3: value \"x\" for '>' or '<' must be an integer") != std::string::npos);
+  CHECK(selector_parse_error("a<1.5").find("must be an integer") != std::string::npos);
   // As upstream: a negative bound is an integer but not a valid label value.
-  CHECK(parse_error("a>+3").find("invalid label value \"+3\"") != std::string::npos);
-  CHECK(parse_error("a<-3").find("invalid label value \"-3\"") != std::string::npos);
-  CHECK(parse_error("a in (x y)").find("position 9: expected ',' or ')', found 'y'") != std::string::npos);
-  CHECK(parse_error("a in (x)(").find("position 9") != std::string::npos);
-  CHECK(parse_error("!").find("position 2: expected label key") != std::string::npos);
+  CHECK(selector_parse_error("a>+3").find("invalid label value \"+3\"") != std::string::npos);
+  CHECK(selector_parse_error("a<-3").find("invalid label value \"-3\"") != std::string::npos);
+  CHECK(selector_parse_error("a in (x y)").find("position 9: expected ',' or ')', found 'y'") != std::string::npos);
+  CHECK(selector_parse_error("a in (x)(").find("position 9") != std::string::npos);
+  CHECK(selector_parse_error("!").find("position 2: expected label key") != std::string::npos);
 }
 
 TEST_CASE("selector rejects invalid keys and values") {
-  auto e = parse_error("a/b/c=d");
+  auto e = selector_parse_error("a/b/c=d");
   CHECK(e.find("position 1: invalid label key \"a/b/c\": a qualified name must consist of") != std::string::npos);
-  CHECK(parse_error("/a=b").find("prefix part must be non-empty") != std::string::npos);
-  CHECK(parse_error("Example.com/a=b").find("prefix part a lowercase RFC 1123 subdomain") != std::string::npos);
-  CHECK(parse_error("a/=b").find("name part must be non-empty") != std::string::npos);
-  CHECK(parse_error("-a=b").find("name part must consist of") != std::string::npos);
-  CHECK(parse_error(std::string(64, 'k') + "=v").find("name part must be no more than 63 characters") != std::string::npos);
-  CHECK(must_parse(std::string(63, 'k') + "=v").requirements().size() == 1);
-  CHECK(must_parse(std::string(253, 'p') + "/k=v").requirements().size() == 1);
-  CHECK(parse_error(std::string(254, 'p') + "/k=v").find("must be no more than 253 characters") != std::string::npos);
-  CHECK(parse_error("a=" + std::string(64, 'v')).find("position 3: invalid label value") != std::string::npos);
-  CHECK(parse_error("a=-v").find("a valid label must be an empty string or consist of") != std::string::npos);
-  CHECK(parse_error("a in (ok,b@d)").find("position 10: invalid label value \"b@d\"") != std::string::npos);
-  CHECK(must_parse("A_b.c-D=x_Y.z-9").requirements().size() == 1);
+  CHECK(selector_parse_error("/a=b").find("prefix part must be non-empty") != std::string::npos);
+  CHECK(selector_parse_error("Example.com/a=b").find("prefix part a lowercase RFC 1123 subdomain") != std::string::npos);
+  CHECK(selector_parse_error("a/=b").find("name part must be non-empty") != std::string::npos);
+  CHECK(selector_parse_error("-a=b").find("name part must consist of") != std::string::npos);
+  CHECK(selector_parse_error(std::string(64, 'k') + "=v").find("name part must be no more than 63 characters") != std::string::npos);
+  CHECK(must_parse_selector(std::string(63, 'k') + "=v").requirements().size() == 1);
+  CHECK(must_parse_selector(std::string(253, 'p') + "/k=v").requirements().size() == 1);
+  CHECK(selector_parse_error(std::string(254, 'p') + "/k=v").find("must be no more than 253 characters") != std::string::npos);
+  CHECK(selector_parse_error("a=" + std::string(64, 'v')).find("position 3: invalid label value") != std::string::npos);
+  CHECK(selector_parse_error("a=-v").find("a valid label must be an empty string or consist of") != std::string::npos);
+  CHECK(selector_parse_error("a in (ok,b@d)").find("position 10: invalid label value \"b@d\"") != std::string::npos);
+  CHECK(must_parse_selector("A_b.c-D=x_Y.z-9").requirements().size() == 1);
 }
 
 TEST_CASE("validation helpers use upstream wording") {
@@ -139,34 +139,34 @@ TEST_CASE("validation helpers use upstream wording") {
 TEST_CASE("selector matching") {
   Labels l{{"app", "web"}, {"tier", "front"}, {"n", "7"}, {"empty", ""}};
   CHECK(LabelSelector().matches(l));
-  CHECK(must_parse("app=web").matches(l));
-  CHECK_FALSE(must_parse("app=db").matches(l));
-  CHECK(must_parse("app!=db").matches(l));
-  CHECK(must_parse("missing!=x").matches(l));
-  CHECK(must_parse("missing notin (x)").matches(l));
-  CHECK_FALSE(must_parse("missing in (x)").matches(l));
-  CHECK(must_parse("tier in (back,front)").matches(l));
-  CHECK_FALSE(must_parse("tier notin (back,front)").matches(l));
-  CHECK(must_parse("app,!missing").matches(l));
-  CHECK_FALSE(must_parse("!app").matches(l));
-  CHECK(must_parse("n>6,n<8").matches(l));
-  CHECK_FALSE(must_parse("n>7").matches(l));
-  CHECK_FALSE(must_parse("app>1").matches(l));      // not a number: no match
-  CHECK_FALSE(must_parse("missing<1").matches(l));  // missing: no match
-  CHECK(must_parse("empty=").matches(l));
-  CHECK(must_parse("empty in ()").matches(l));
-  CHECK_FALSE(must_parse("missing=").matches(l));
+  CHECK(must_parse_selector("app=web").matches(l));
+  CHECK_FALSE(must_parse_selector("app=db").matches(l));
+  CHECK(must_parse_selector("app!=db").matches(l));
+  CHECK(must_parse_selector("missing!=x").matches(l));
+  CHECK(must_parse_selector("missing notin (x)").matches(l));
+  CHECK_FALSE(must_parse_selector("missing in (x)").matches(l));
+  CHECK(must_parse_selector("tier in (back,front)").matches(l));
+  CHECK_FALSE(must_parse_selector("tier notin (back,front)").matches(l));
+  CHECK(must_parse_selector("app,!missing").matches(l));
+  CHECK_FALSE(must_parse_selector("!app").matches(l));
+  CHECK(must_parse_selector("n>6,n<8").matches(l));
+  CHECK_FALSE(must_parse_selector("n>7").matches(l));
+  CHECK_FALSE(must_parse_selector("app>1").matches(l));      // not a number: no match
+  CHECK_FALSE(must_parse_selector("missing<1").matches(l));  // missing: no match
+  CHECK(must_parse_selector("empty=").matches(l));
+  CHECK(must_parse_selector("empty in ()").matches(l));
+  CHECK_FALSE(must_parse_selector("missing=").matches(l));
 }
 
 TEST_CASE("selector matches JSON label objects and labels_of") {
   auto pod = json::Document::parse(R"({"metadata":{"labels":{"app":"web","odd":5}}})").value();
-  auto sel = must_parse("app=web,!odd");
+  auto sel = must_parse_selector("app=web,!odd");
   CHECK(sel.matches(*json::find(pod.root(), "/metadata/labels")));
-  CHECK_FALSE(must_parse("app=db").matches(*json::find(pod.root(), "/metadata/labels")));
+  CHECK_FALSE(must_parse_selector("app=db").matches(*json::find(pod.root(), "/metadata/labels")));
   json::Document null_doc;
   CHECK(LabelSelector().matches(null_doc.root()));
   CHECK_FALSE(sel.matches(null_doc.root()));
-  CHECK(must_parse("!app").matches(null_doc.root()));
+  CHECK(must_parse_selector("!app").matches(null_doc.root()));
   auto labels = api::labels_of(pod.root());
   CHECK(labels == Labels{{"app", "web"}});
   CHECK(api::labels_of(json::Document::parse(R"({"metadata":{}})").value().root()).empty());
@@ -271,7 +271,7 @@ TEST_CASE("selector parser on generated input: no crash, stable canonical form, 
 }
 
 TEST_CASE("selector to metav1.LabelSelector JSON and back") {
-  auto s = must_parse("b=2,a in (y,x),!c,d,e!=f,g notin (h)");
+  auto s = must_parse_selector("b=2,a in (y,x),!c,d,e!=f,g notin (h)");
   auto j = s.to_json();
   REQUIRE(j);
   CHECK(j->dump() ==
@@ -282,8 +282,8 @@ TEST_CASE("selector to metav1.LabelSelector JSON and back") {
   REQUIRE(back);
   CHECK(back->to_string() == "a in (x,y),b=2,!c,d,e notin (f),g notin (h)");
   CHECK(LabelSelector().to_json()->dump() == "{}");
-  CHECK(must_parse("a=1,a=2").to_json()->dump() == R"({"matchLabels":{"a":"2"}})");
-  auto gt = must_parse("n>1").to_json();
+  CHECK(must_parse_selector("a=1,a=2").to_json()->dump() == R"({"matchLabels":{"a":"2"}})");
+  auto gt = must_parse_selector("n>1").to_json();
   REQUIRE_FALSE(gt);
   CHECK(gt.error().message == "label selector 'n>1': n>1 has no metav1.LabelSelector form");
 }

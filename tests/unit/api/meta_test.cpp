@@ -1,14 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include "core/api/meta.h"
+#include "tests/support/json.h"
 
 namespace api = unitrain::api;
 namespace json = unitrain::json;
 using api::FieldPath;
 
-namespace {
-json::Document doc(std::string_view text) { return json::Document::parse(text).value(); }
-}  // namespace
+using unitrain::testing::doc;
 
 TEST_CASE("object meta readers") {
   auto pod = doc(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1",

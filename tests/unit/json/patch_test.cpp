@@ -1,23 +1,19 @@
 #include <catch2/catch.hpp>
 
 #include "core/json/json.h"
+#include "tests/support/json.h"
 
 using unitrain::json::Document;
 namespace json = unitrain::json;
 
 namespace {
 
-Document J(std::string_view text) {
-  auto d = Document::parse(text);
-  INFO(text);
-  REQUIRE(d);
-  return std::move(d).value();
-}
+using unitrain::testing::doc;
 
 // RFC 7386 MergePatch, checked exactly: member order of the result is part of our contract.
 void check_merge(std::string_view target, std::string_view patch, std::string_view expected) {
-  Document t = J(target);
-  json::apply_merge_patch(t, J(patch).root());
+  Document t = doc(target);
+  json::apply_merge_patch(t, doc(patch).root());
   INFO("target " << target << " patch " << patch);
   CHECK(t.dump() == expected);
 }
@@ -57,34 +53,34 @@ TEST_CASE("create_merge_patch produces a patch that reproduces the target") {
       {R"([1])", R"({"a":1})"},
   };
   for (const auto& [o, m] : pairs) {
-    Document original = J(o), modified = J(m);
+    Document original = doc(o), modified = doc(m);
     Document patch = json::create_merge_patch(original.root(), modified.root());
     Document applied = original;
     json::apply_merge_patch(applied, patch.root());
     INFO(o << " -> " << m << " via " << patch.dump());
     CHECK(applied == modified);
   }
-  Document same = J(R"({"a":{"b":[1,{"c":2}]}})");
+  Document same = doc(R"({"a":{"b":[1,{"c":2}]}})");
   CHECK(json::create_merge_patch(same.root(), same.root()).dump() == "{}");
-  Document labels = json::create_merge_patch(J(R"({"m":{"a":"1","b":"2"},"s":1})").root(),
-                                             J(R"({"m":{"a":"1","c":"3"},"s":1})").root());
+  Document labels = json::create_merge_patch(doc(R"({"m":{"a":"1","b":"2"},"s":1})").root(),
+                                             doc(R"({"m":{"a":"1","c":"3"},"s":1})").root());
   CHECK(labels.dump() == R"({"m":{"b":null,"c":"3"}})");
 }
 
 namespace {
 
 void check_json_patch(std::string_view target, std::string_view ops, std::string_view expected) {
-  Document t = J(target);
-  auto r = json::apply_json_patch(t, J(ops).root());
+  Document t = doc(target);
+  auto r = json::apply_json_patch(t, doc(ops).root());
   INFO("target " << target << " ops " << ops);
   REQUIRE(r);
-  CHECK(t == J(expected));
+  CHECK(t == doc(expected));
 }
 
 std::string json_patch_error(std::string_view target, std::string_view ops) {
-  Document t = J(target);
+  Document t = doc(target);
   const std::string before = t.dump();
-  auto r = json::apply_json_patch(t, J(ops).root());
+  auto r = json::apply_json_patch(t, doc(ops).root());
   INFO("target " << target << " ops " << ops);
   REQUIRE_FALSE(r);
   CHECK(t.dump() == before);  // atomic
@@ -138,7 +134,7 @@ TEST_CASE("JSON patch: RFC 6902 appendix A error cases leave the target unchange
   op.AddMember("op", "add", ops.alloc()).AddMember("path", "/baz", ops.alloc());
   op.AddMember("value", "qux", ops.alloc()).AddMember("op", "remove", ops.alloc());
   ops.root().PushBack(op, ops.alloc());
-  Document target = J(R"({"foo":"bar"})");
+  Document target = doc(R"({"foo":"bar"})");
   auto r = json::apply_json_patch(target, ops.root());
   REQUIRE_FALSE(r);
   CHECK(r.error().message == R"(operation 0 (add /baz): member "op" appears more than once)");
@@ -173,8 +169,8 @@ TEST_CASE("JSON patch: errors name the operation index and path; earlier operati
   CHECK(json_patch_error(R"({"a":1})", R"([{"op":"add","path":"a","value":1}])") ==
         "operation 0 (add a): invalid JSON pointer (must start with '/')");
   CHECK(json_patch_error(R"({"a":1})", R"([7])") == "operation 0: must be an object");
-  Document t = J("{}");
-  CHECK_FALSE(json::apply_json_patch(t, J(R"({"op":"add"})").root()));
+  Document t = doc("{}");
+  CHECK_FALSE(json::apply_json_patch(t, doc(R"({"op":"add"})").root()));
 }
 
 TEST_CASE("JSON patch: copy, root replacement, move within and across arrays, member order") {
@@ -186,8 +182,8 @@ TEST_CASE("JSON patch: copy, root replacement, move within and across arrays, me
                    R"({"a":[2,3],"b":[1]})");
   check_json_patch(R"({"a":1})", R"([{"op":"move","from":"/a","path":"/a"}])", R"({"a":1})");
   check_json_patch(R"({"a":[1,2]})", R"([{"op":"add","path":"/a/2","value":3}])", R"({"a":[1,2,3]})");
-  Document t = J(R"({"a":1,"b":2,"c":3})");
-  REQUIRE(json::apply_json_patch(t, J(R"([{"op":"remove","path":"/a"},{"op":"replace","path":"/c","value":4}])").root()));
+  Document t = doc(R"({"a":1,"b":2,"c":3})");
+  REQUIRE(json::apply_json_patch(t, doc(R"([{"op":"remove","path":"/a"},{"op":"replace","path":"/c","value":4}])").root()));
   CHECK(t.dump() == R"({"b":2,"c":4})");
   // Numbers compare by value and objects regardless of member order in "test".
   check_json_patch(R"({"a":{"x":1.0,"y":[true,null]}})", R"([{"op":"test","path":"/a","value":{"y":[true,null],"x":1}}])",

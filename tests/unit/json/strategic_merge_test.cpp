@@ -1,18 +1,14 @@
 #include <catch2/catch.hpp>
 
 #include "core/json/json.h"
+#include "tests/support/json.h"
 
 using unitrain::json::Document;
 namespace json = unitrain::json;
 
 namespace {
 
-Document J(std::string_view text) {
-  auto d = Document::parse(text);
-  INFO(text);
-  REQUIRE(d);
-  return std::move(d).value();
-}
+using unitrain::testing::doc;
 
 const char* kPod = R"({
   "apiVersion":"v1","kind":"Pod",
@@ -35,8 +31,8 @@ const char* kPod = R"({
 })";
 
 Document smp(std::string_view target, std::string_view patch) {
-  Document t = J(target);
-  auto r = json::apply_strategic_merge_patch(t, J(patch).root(), json::kubernetes_merge_key);
+  Document t = doc(target);
+  auto r = json::apply_strategic_merge_patch(t, doc(patch).root(), json::kubernetes_merge_key);
   INFO("patch " << patch);
   if (!r) FAIL(r.error().message);
   return t;
@@ -51,7 +47,7 @@ TEST_CASE("strategic merge: kubectl patch of one container's image merges contai
   CHECK(json::get_string(pod.root(), "/spec/containers/1/name") == "sidecar");
   CHECK(json::find(pod.root(), "/spec/containers/1/x-unknown/keep") != nullptr);
   // Everything else is untouched, in the same member order.
-  Document expected = J(kPod);
+  Document expected = doc(kPod);
   REQUIRE(json::set_string(expected, "/spec/containers/0/image", "pytorch:2"));
   CHECK(pod.dump() == expected.dump());
 }
@@ -154,24 +150,24 @@ TEST_CASE("strategic merge: new values are stored without directives or nulls") 
 }
 
 TEST_CASE("strategic merge: invalid patches fail with a path and leave the target unchanged") {
-  Document t = J(kPod);
+  Document t = doc(kPod);
   const std::string before = t.dump();
   auto missing_key = json::apply_strategic_merge_patch(
-      t, J(R"({"spec":{"containers":[{"image":"x"}]}})").root(), json::kubernetes_merge_key);
+      t, doc(R"({"spec":{"containers":[{"image":"x"}]}})").root(), json::kubernetes_merge_key);
   REQUIRE_FALSE(missing_key);
   CHECK(missing_key.error().message ==
         R"(strategic merge patch: /spec/containers: element 0 has no merge key "name")");
   auto bad_directive = json::apply_strategic_merge_patch(
-      t, J(R"({"metadata":{"labels":{"x":"1"}},"spec":{"$patch":"explode"}})").root(), json::kubernetes_merge_key);
+      t, doc(R"({"metadata":{"labels":{"x":"1"}},"spec":{"$patch":"explode"}})").root(), json::kubernetes_merge_key);
   REQUIRE_FALSE(bad_directive);
   CHECK(bad_directive.error().message == R"(strategic merge patch: /spec: invalid $patch directive "explode")");
   CHECK(t.dump() == before);
-  CHECK_FALSE(json::apply_strategic_merge_patch(t, J("[1]").root(), json::kubernetes_merge_key));
+  CHECK_FALSE(json::apply_strategic_merge_patch(t, doc("[1]").root(), json::kubernetes_merge_key));
 }
 
 TEST_CASE("strategic merge: without a merge-key lookup every list is replaced") {
-  Document t = J(kPod);
-  REQUIRE(json::apply_strategic_merge_patch(t, J(R"({"spec":{"containers":[{"name":"z"}]}})").root(), nullptr));
+  Document t = doc(kPod);
+  REQUIRE(json::apply_strategic_merge_patch(t, doc(R"({"spec":{"containers":[{"name":"z"}]}})").root(), nullptr));
   CHECK(json::dump(*json::find(t.root(), "/spec/containers")) == R"([{"name":"z"}])");
 }
 

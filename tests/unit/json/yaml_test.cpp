@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/json/json.h"
+#include "tests/support/json.h"
 
 using unitrain::json::Document;
 namespace json = unitrain::json;
@@ -12,12 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Document J(std::string_view text) {
-  auto d = Document::parse(text);
-  INFO(text);
-  REQUIRE(d);
-  return std::move(d).value();
-}
+using unitrain::testing::doc;
 
 std::string yaml_to_json(std::string_view yaml) {
   auto docs = json::parse_yaml(yaml);
@@ -162,13 +158,13 @@ TEST_CASE("yaml: to_yaml output re-parses to the same JSON") {
     arr.root().PushBack(json::str(s, arr.alloc()), arr.alloc());
     check_round_trip(arr);
   }
-  check_round_trip(J(R"({"a":[[1,[2,{}]],{"b":[],"c":{"d":[{"e":null,"f":[true,false]}]}}],"n":-0.5,
+  check_round_trip(doc(R"({"a":[[1,[2,{}]],{"b":[],"c":{"d":[{"e":null,"f":[true,false]}]}}],"n":-0.5,
                          "big":18446744073709551615,"min":-9223372036854775808,"f":1e300,"tiny":5e-324,"one":1.0})"));
-  check_round_trip(J("[]"));
-  check_round_trip(J("{}"));
-  check_round_trip(J("42"));
-  check_round_trip(J(R"("yes")"));
-  CHECK(json::to_yaml(J(R"({"metadata":{"name":"a","labels":{"x":"1"}},"items":[{"k":"v","count":2},[1,2]],"e":[]})").root()) ==
+  check_round_trip(doc("[]"));
+  check_round_trip(doc("{}"));
+  check_round_trip(doc("42"));
+  check_round_trip(doc(R"("yes")"));
+  CHECK(json::to_yaml(doc(R"({"metadata":{"name":"a","labels":{"x":"1"}},"items":[{"k":"v","count":2},[1,2]],"e":[]})").root()) ==
         "metadata:\n  name: a\n  labels:\n    x: \"1\"\nitems:\n  - k: v\n    count: 2\n  - - 1\n    - 2\ne: []\n");
 }
 
@@ -223,7 +219,7 @@ TEST_CASE("full-size pod: parse, set one field, dump changes only that field") {
 
   // The same through a patch, and through YAML and back.
   Document patched = Document::parse(text).value();
-  REQUIRE(json::apply_json_patch(patched, J(R"([{"op":"replace","path":"/spec/containers/0/image",
+  REQUIRE(json::apply_json_patch(patched, doc(R"([{"op":"replace","path":"/spec/containers/0/image",
                                                 "value":"kubeflow/pytorch-dist-mnist:v2"}])").root()));
   CHECK(patched.dump() == expected);
   auto via_yaml = json::parse_yaml(json::to_yaml(pod->root()));

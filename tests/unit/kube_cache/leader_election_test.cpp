@@ -7,6 +7,7 @@
 #include "core/kube/fake_client.h"
 #include "core/kube/leader_election.h"
 #include "tests/unit/kube_cache/test_objects.h"
+#include "tests/support/eventually.h"
 
 using namespace unitrain;
 using namespace unitrain::kube;
@@ -15,15 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
+using unitrain::testing::eventually;
 
 struct Candidate {
   std::atomic<int> started{0}, stopped{0};

@@ -8,6 +8,7 @@
 #include "core/json/json.h"
 #include "localcluster/builtin_resources.h"
 #include "localcluster/store.h"
+#include "tests/support/json.h"
 
 namespace lc = unitrain::localcluster;
 namespace json = unitrain::json;
@@ -22,11 +23,7 @@ inline const lc::ResourceInfo& builtin(std::string_view group, std::string_view 
 
 inline const lc::ResourceInfo& pods() { return builtin("", "pods"); }
 
-inline json::Document doc(std::string_view text) {
-  auto d = json::Document::parse(text);
-  REQUIRE(d);
-  return std::move(*d);
-}
+using unitrain::testing::doc;
 
 inline std::unique_ptr<lc::Store> new_store(lc::StoreOptions o = {}) {
   auto s = lc::make_memory_store(o);
