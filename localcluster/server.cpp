@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/asio/any_stream.h"
 #include "localcluster/discovery.h"
 #include "localcluster/openapi.h"
 #include "localcluster/table.h"
@@ -362,61 +363,40 @@ bool has_verb(const ResourceInfo& r, std::string_view verb) {
 
 // ---- connections ------------------------------------------------------------------------------
 
-// The I/O of one connection, whatever the stream (plain TCP or TLS over it). The routing and
-// streaming coroutines below take a Conn& so that they are compiled once, not once per stream
-// type: at -O2 their coroutine frames dominate this file's compile time. Only the small I/O
-// coroutines of ConnOn are instantiated per stream type.
+// The I/O of one connection, plain TCP or TLS: through net::AnyStream, Beast's operations and
+// the routing and streaming coroutines below are compiled once, not once per stream type.
 class Conn {
  public:
-  virtual ~Conn() = default;
-  virtual beast::tcp_stream& lowest() = 0;
+  explicit Conn(net::AnyStream& stream) : stream_(stream) {}
+
+  beast::tcp_stream& lowest() { return stream_.lowest(); }
+
   // False when the connection failed or closed before a whole request arrived.
-  virtual asio::awaitable<bool> read_request(beast::flat_buffer& buffer,
-                                             http::request_parser<http::string_body>& parser) = 0;
-  virtual asio::awaitable<bool> write_response(http::response<http::string_body>& res) = 0;
-  virtual asio::awaitable<bool> write_header(http::response_serializer<http::empty_body>& sr) = 0;
-  virtual asio::awaitable<bool> write_chunk(const std::string& data) = 0;
-  virtual asio::awaitable<void> write_last_chunk() = 0;
-  // Watches the connection for the client going away while a response streams; the stream gets
-  // no further request until it closes.
-  virtual void start_disconnect_reader(const std::shared_ptr<Wakeup>& w,
-                                       const std::shared_ptr<std::array<char, 512>>& sink) = 0;
-};
-
-template <class Stream>
-class ConnOn final : public Conn {
- public:
-  explicit ConnOn(Stream& stream) : stream_(stream) {}
-
-  beast::tcp_stream& lowest() override { return beast::get_lowest_layer(stream_); }
-
-  asio::awaitable<bool> read_request(beast::flat_buffer& buffer,
-                                     http::request_parser<http::string_body>& parser) override {
+  asio::awaitable<bool> read_request(beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser) {
     auto [ec, n] = co_await http::async_read(stream_, buffer, parser, nothrow);
     co_return !ec;
   }
 
-  asio::awaitable<bool> write_response(http::response<http::string_body>& res) override {
+  asio::awaitable<bool> write_response(http::response<http::string_body>& res) {
     auto [ec, n] = co_await http::async_write(stream_, res, nothrow);
     co_return !ec;
   }
 
-  asio::awaitable<bool> write_header(http::response_serializer<http::empty_body>& sr) override {
+  asio::awaitable<bool> write_header(http::response_serializer<http::empty_body>& sr) {
     auto [ec, n] = co_await http::async_write_header(stream_, sr, nothrow);
     co_return !ec;
   }
 
-  asio::awaitable<bool> write_chunk(const std::string& data) override {
+  asio::awaitable<bool> write_chunk(const std::string& data) {
     auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk(asio::buffer(data)), nothrow);
     co_return !ec;
   }
 
-  asio::awaitable<void> write_last_chunk() override {
-    co_await asio::async_write(stream_, http::make_chunk_last(), nothrow);
-  }
+  asio::awaitable<void> write_last_chunk() { co_await asio::async_write(stream_, http::make_chunk_last(), nothrow); }
 
-  void start_disconnect_reader(const std::shared_ptr<Wakeup>& w,
-                               const std::shared_ptr<std::array<char, 512>>& sink) override {
+  // Watches the connection for the client going away while a response streams; the stream gets
+  // no further request until it closes.
+  void start_disconnect_reader(const std::shared_ptr<Wakeup>& w, const std::shared_ptr<std::array<char, 512>>& sink) {
     stream_.async_read_some(asio::buffer(*sink), [w, sink](beast::error_code, size_t) {
       w->client_gone = true;
       w->reader_done = true;
@@ -425,7 +405,7 @@ class ConnOn final : public Conn {
   }
 
  private:
-  Stream& stream_;
+  net::AnyStream& stream_;
 };
 
 }  // namespace
@@ -489,25 +469,25 @@ struct ApiServer::Impl {
   }
 
   asio::awaitable<void> connection(tcp::socket socket) {
-    beast::tcp_stream stream(std::move(socket));
-    if (!tls) {
-      ConnOn<beast::tcp_stream> conn(stream);
-      co_await serve(conn);
-      beast::error_code ec;
-      stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-      co_return;
+    net::AnyStream stream = tls ? net::AnyStream(beast::tcp_stream(std::move(socket)), *tls)
+                                : net::AnyStream(beast::tcp_stream(std::move(socket)));
+    if (auto* tls_stream = stream.tls()) {
+      stream.lowest().expires_after(std::chrono::seconds(30));
+      auto [ec] = co_await tls_stream->async_handshake(ssl::stream_base::server, nothrow);
+      if (ec) {
+        spdlog::debug("localcluster: TLS handshake: {}", ec.message());
+        co_return;
+      }
     }
-    beast::ssl_stream<beast::tcp_stream> s(std::move(stream), *tls);
-    beast::get_lowest_layer(s).expires_after(std::chrono::seconds(30));
-    auto [ec] = co_await s.async_handshake(ssl::stream_base::server, nothrow);
-    if (ec) {
-      spdlog::debug("localcluster: TLS handshake: {}", ec.message());
-      co_return;
-    }
-    ConnOn<beast::ssl_stream<beast::tcp_stream>> conn(s);
+    Conn conn(stream);
     co_await serve(conn);
-    beast::get_lowest_layer(s).expires_after(std::chrono::seconds(2));
-    co_await s.async_shutdown(nothrow);
+    if (auto* tls_stream = stream.tls()) {
+      stream.lowest().expires_after(std::chrono::seconds(2));
+      co_await tls_stream->async_shutdown(nothrow);
+    } else {
+      beast::error_code ec;
+      stream.lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    }
   }
 
   asio::awaitable<void> serve(Conn& stream) {

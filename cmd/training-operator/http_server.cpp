@@ -12,6 +12,8 @@
 #include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
+#include "core/asio/any_stream.h"
+
 namespace unitrain::operator_cmd {
 
 namespace asio = boost::asio;
@@ -38,20 +40,23 @@ namespace {
 
 // One request per connection: the probes, Prometheus and the API server's webhook client all
 // cope with "Connection: close".
-template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Stream stream, const HttpRequestHandler& handler, std::shared_ptr<ssl::context> keep)
-      : stream_(std::move(stream)), handler_(handler), context_(std::move(keep)) {}
+  // `context` is null for plain HTTP.
+  Session(tcp::socket socket, const HttpRequestHandler& handler, std::shared_ptr<ssl::context> context)
+      : context_(std::move(context)),
+        stream_(context_ ? net::AnyStream(beast::tcp_stream(std::move(socket)), *context_)
+                         : net::AnyStream(beast::tcp_stream(std::move(socket)))),
+        handler_(handler) {}
 
   void run() {
-    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
-    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
-      read();
-    } else {
-      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+    stream_.lowest().expires_after(std::chrono::seconds(10));
+    if (auto* tls = stream_.tls()) {
+      tls->async_handshake(ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
         if (!ec) self->read();
       });
+    } else {
+      read();
     }
   }
 
@@ -59,7 +64,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void read() {
     parser_.body_limit(8 * 1024 * 1024);
     bhttp::async_read(stream_, buffer_, parser_,
-                      [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -74,19 +79,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     response_.keep_alive(false);
     response_.body() = std::move(reply.body);
     response_.prepare_payload();
-    bhttp::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code, size_t) {
-      beast::error_code ignored;
-      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
-        self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    bhttp::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
+      if (auto* tls = self->stream_.tls()) {
+        tls->async_shutdown([self](beast::error_code) {});
       } else {
-        self->stream_.async_shutdown([self](beast::error_code) {});
+        beast::error_code ignored;
+        self->stream_.lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
       }
     });
   }
 
-  Stream stream_;
+  std::shared_ptr<ssl::context> context_;  // declared first: outlives the stream that uses it
+  net::AnyStream stream_;
   const HttpRequestHandler& handler_;
-  std::shared_ptr<ssl::context> context_;  // outlives the stream that refers to it
   beast::flat_buffer buffer_;
   bhttp::request_parser<bhttp::string_body> parser_;
   bhttp::response<bhttp::string_body> response_;
@@ -108,18 +113,14 @@ struct HttpServer::Impl {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec && !tls) {
-        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), handler, nullptr)->run();
+        std::make_shared<Session>(std::move(socket), handler, nullptr)->run();
       } else if (!ec) {
         std::shared_ptr<ssl::context> current;
         {
           std::lock_guard lock(mu);
           current = context;
         }
-        if (current) {
-          using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-          std::make_shared<Session<TlsStream>>(TlsStream(beast::tcp_stream(std::move(socket)), *current), handler,
-                                               current)->run();
-        }
+        if (current) std::make_shared<Session>(std::move(socket), handler, std::move(current))->run();
       }
       accept();
     });

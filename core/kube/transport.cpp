@@ -22,6 +22,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "core/asio/any_stream.h"
+
 namespace unitrain::kube {
 namespace {
 
@@ -105,17 +107,11 @@ class TokenSource {
 // asynchronous operations with deadlines on the calling thread.
 struct Connection {
   asio::io_context ioc{1};
-  std::unique_ptr<beast::tcp_stream> plain;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::optional<net::AnyStream> stream;  // set by connect()
   beast::flat_buffer buffer;
   bool reused = false;
 
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-  template <class F>
-  decltype(auto) visit(F&& f) {
-    if (tls) return f(*tls);
-    return f(*plain);
-  }
+  beast::tcp_stream& lowest() { return stream->lowest(); }
   void close() {
     boost::system::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -177,8 +173,8 @@ struct Transport::Impl {
 
   Result<std::unique_ptr<Connection>, TransportError> connect(Clock::time_point deadline) {
     auto conn = std::make_unique<Connection>();
-    if (ssl_ctx) conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(conn->ioc, *ssl_ctx);
-    else conn->plain = std::make_unique<beast::tcp_stream>(conn->ioc);
+    if (ssl_ctx) conn->stream.emplace(beast::tcp_stream(conn->ioc), *ssl_ctx);
+    else conn->stream.emplace(beast::tcp_stream(conn->ioc));
     const auto connect_deadline = std::min(deadline, Clock::now() + opts.connect_timeout);
 
     std::vector<tcp::endpoint> endpoints;
@@ -222,8 +218,8 @@ struct Transport::Impl {
     boost::system::error_code opt_ec;
     conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
 
-    if (conn->tls) {
-      SSL* ssl = conn->tls->native_handle();
+    if (auto* tls = conn->stream->tls()) {
+      SSL* ssl = tls->native_handle();
       const bool ip = is_ip_literal(verify_name);
       if (!ip && !SSL_set_tlsext_host_name(ssl, verify_name.c_str()))
         return fail(TransportError{Kind::Tls, "setting SNI: " + openssl_error_text(), false});
@@ -233,7 +229,7 @@ struct Transport::Impl {
         if (ok != 1) return fail(TransportError{Kind::Tls, "setting the verification name: " + openssl_error_text(), false});
       }
       done = false;
-      conn->tls->async_handshake(ssl::stream_base::client, [&](const boost::system::error_code& e) {
+      tls->async_handshake(ssl::stream_base::client, [&](const boost::system::error_code& e) {
         ec = e;
         done = true;
       });
@@ -299,12 +295,10 @@ struct Transport::Impl {
     boost::system::error_code ec;
     size_t written = 0;
     bool done = false;
-    c.visit([&](auto& s) {
-      bhttp::async_write(s, msg, [&](const boost::system::error_code& e, size_t n) {
-        ec = e;
-        written = n;
-        done = true;
-      });
+    bhttp::async_write(*c.stream, msg, [&](const boost::system::error_code& e, size_t n) {
+      ec = e;
+      written = n;
+      done = true;
     });
     if (!run_until(c, done, deadline))
       return fail(TransportError{Kind::Timeout, fmt::format("{}: writing the request timed out", describe(req)), written > 0});
@@ -358,11 +352,9 @@ struct Transport::Impl {
       if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
       boost::system::error_code ec;
       bool done = false;
-      c.visit([&](auto& s) {
-        bhttp::async_read(s, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
-          ec = e;
-          done = true;
-        });
+      bhttp::async_read(*c.stream, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
+        ec = e;
+        done = true;
       });
       if (!run_until(c, done, deadline))
         return fail(TransportError{Kind::Timeout, fmt::format("{}: no complete response within {}", describe(req), ms_text(total)),
@@ -408,11 +400,9 @@ class StreamImpl final : public BodyStream {
     for (;;) {
       if (!in_flight_) {
         in_flight_ = true;
-        conn_->visit([&](auto& s) {
-          bhttp::async_read_some(s, conn_->buffer, *parser_, [this](const boost::system::error_code& e, size_t) {
-            ec_ = e;
-            in_flight_ = false;
-          });
+        bhttp::async_read_some(*conn_->stream, conn_->buffer, *parser_, [this](const boost::system::error_code& e, size_t) {
+          ec_ = e;
+          in_flight_ = false;
         });
       }
       while (in_flight_) {
@@ -473,11 +463,9 @@ Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream
     parser->body_limit(boost::none);
     boost::system::error_code ec;
     bool done = false;
-    c.visit([&](auto& s) {
-      bhttp::async_read_header(s, c.buffer, *parser, [&](const boost::system::error_code& e, size_t) {
-        ec = e;
-        done = true;
-      });
+    bhttp::async_read_header(*c.stream, c.buffer, *parser, [&](const boost::system::error_code& e, size_t) {
+      ec = e;
+      done = true;
     });
     if (!run_until(c, done, deadline))
       return fail(TransportError{Kind::Timeout, fmt::format("{}: no response headers within {}", describe(req),
