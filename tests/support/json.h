@@ -19,4 +19,12 @@ inline json::Document doc(std::string_view text) {
   return std::move(d).value();
 }
 
+// The one document of the YAML `text` (a job manifest as a user writes it).
+inline json::Document yaml(std::string_view text) {
+  auto docs = json::parse_yaml(text);
+  if (!docs) FAIL("not YAML: " << docs.error().message << "\n" << text);
+  if (docs->size() != 1) FAIL(docs->size() << " YAML documents where one was expected:\n" << text);
+  return std::move((*docs)[0]);
+}
+
 }  // namespace unitrain::testing

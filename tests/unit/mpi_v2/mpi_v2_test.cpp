@@ -14,6 +14,7 @@
 #include "core/json/json.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/mpi/v2/ssh_key.h"
+#include "tests/support/json.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -21,6 +22,8 @@ namespace mpi = unitrain::frameworks::mpi::v2;
 using json::Document;
 
 namespace {
+
+using unitrain::testing::yaml;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = "", std::string gang = "") {
   fw::Registry r;
@@ -31,13 +34,6 @@ std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = "", std
   auto p = r.instantiate("mpijob-v2", c);
   REQUIRE(p);
   return std::move(*p);
-}
-
-Document yaml(std::string_view text) {
-  auto docs = json::parse_yaml(text);
-  if (!docs) FAIL(docs.error().message);
-  REQUIRE(docs->size() == 1);
-  return (*docs)[0];
 }
 
 Document parse(std::string_view text) {

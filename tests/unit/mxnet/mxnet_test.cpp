@@ -7,6 +7,8 @@
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "frameworks/mxnet/register.h"
+#include "tests/support/json.h"
+#include "tests/support/framework.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -14,19 +16,16 @@ using json::Document;
 
 namespace {
 
+using unitrain::testing::yaml;
+using unitrain::testing::pod_status;
+using unitrain::testing::conditions;
+
 std::unique_ptr<fw::FrameworkPlugin> plugin() {
   fw::Registry r;
   REQUIRE(unitrain::frameworks::mxnet::register_mxnet(r));
   auto p = r.instantiate("mxjob", {});
   REQUIRE(p);
   return std::move(*p);
-}
-
-Document yaml(std::string_view text) {
-  auto docs = json::parse_yaml(text);
-  if (!docs) FAIL(docs.error().message);
-  REQUIRE(docs->size() == 1);
-  return (*docs)[0];
 }
 
 constexpr std::string_view kDist = R"(
@@ -53,20 +52,6 @@ Document decorated(fw::FrameworkPlugin& p, const Document& job, const std::strin
 }
 
 std::string env(const Document& pod) { return json::dump(*json::find(pod.root(), "/spec/containers/0/env")); }
-
-Document pod_status(const std::string& rt, int index, const std::string& phase) {
-  Document pod = Document::object();
-  REQUIRE(json::set_string(pod, "/metadata/labels/training.kubeflow.org~1replica-type", rt));
-  REQUIRE(json::set_string(pod, "/metadata/labels/training.kubeflow.org~1replica-index", std::to_string(index)));
-  REQUIRE(json::set_string(pod, "/status/phase", phase));
-  return pod;
-}
-
-std::string conditions(const fw::StatusProposal& p) {
-  std::string out;
-  for (const auto& c : p.conditions) out += c.type + "/" + c.reason + ": " + c.message + "\n";
-  return out;
-}
 
 }  // namespace
 

@@ -7,12 +7,15 @@
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "frameworks/pytorch/register.h"
+#include "tests/support/json.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
 using json::Document;
 
 namespace {
+
+using unitrain::testing::yaml;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::map<std::string, std::string, std::less<>> options = {}) {
   fw::Registry r;
@@ -22,13 +25,6 @@ std::unique_ptr<fw::FrameworkPlugin> plugin(std::map<std::string, std::string, s
   auto p = r.instantiate("PyTorchJob", c);
   REQUIRE(p);
   return std::move(*p);
-}
-
-Document yaml(std::string_view text) {
-  auto docs = json::parse_yaml(text);
-  REQUIRE(docs);
-  REQUIRE(docs->size() == 1);
-  return (*docs)[0];
 }
 
 Document parse(std::string_view text) {

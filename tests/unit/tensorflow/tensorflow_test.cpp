@@ -7,12 +7,18 @@
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "frameworks/tensorflow/register.h"
+#include "tests/support/json.h"
+#include "tests/support/framework.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
 using json::Document;
 
 namespace {
+
+using unitrain::testing::yaml;
+using unitrain::testing::pod_status;
+using unitrain::testing::conditions;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = {}) {
   fw::Registry r;
@@ -22,13 +28,6 @@ std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = {}) {
   auto p = r.instantiate("TFJob", c);
   REQUIRE(p);
   return std::move(*p);
-}
-
-Document yaml(std::string_view text) {
-  auto docs = json::parse_yaml(text);
-  if (!docs) FAIL(docs.error().message);
-  REQUIRE(docs->size() == 1);
-  return (*docs)[0];
 }
 
 constexpr std::string_view kMnist = R"(
@@ -75,29 +74,10 @@ std::string env_of(const Document& pod, int container) {
   return env == nullptr ? std::string("<none>") : json::dump(*env);
 }
 
-Document pod_status(const std::string& rt, int index, const std::string& phase, int exit_code = -1) {
-  Document pod = Document::object();
-  REQUIRE(json::set_string(pod, "/metadata/labels/training.kubeflow.org~1replica-type", rt));
-  REQUIRE(json::set_string(pod, "/metadata/labels/training.kubeflow.org~1replica-index", std::to_string(index)));
-  REQUIRE(json::set_string(pod, "/status/phase", phase));
-  if (exit_code >= 0) {
-    auto st = Document::parse(R"([{"name":"tensorflow","state":{"terminated":{"exitCode":)" + std::to_string(exit_code) + "}}}]");
-    REQUIRE(st);
-    REQUIRE(json::set(pod, "/status/containerStatuses", json::clone(st->root(), pod.alloc())));
-  }
-  return pod;
-}
-
 fw::Observed observe(const std::vector<Document>& pods) {
   fw::Observed o;
   for (const auto& p : pods) o.pods.push_back(&p.root());
   return o;
-}
-
-std::string conditions(const fw::StatusProposal& p) {
-  std::string out;
-  for (const auto& c : p.conditions) out += c.type + "/" + c.reason + ": " + c.message + "\n";
-  return out;
 }
 
 }  // namespace
