@@ -1,14 +1,29 @@
 #pragma once
 // Driving a framework plugin's pure logic in unit tests, without a cluster.
 
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include <catch2/catch.hpp>
 
 #include "core/framework/plugin.h"
+#include "core/framework/registry.h"
 #include "core/json/json.h"
 
 namespace unitrain::testing {
+
+// The plugin `kind` of the framework that `register_framework` adds to a registry, built with
+// `config`, as the operator builds it.
+template <class Register>
+std::unique_ptr<framework::FrameworkPlugin> instantiate(Register register_framework, std::string_view kind,
+                                                       framework::PluginConfig config = {}) {
+  framework::Registry registry;
+  REQUIRE(register_framework(registry));
+  auto plugin = registry.instantiate(kind, std::move(config));
+  REQUIRE(plugin);
+  return std::move(*plugin);
+}
 
 // A pod as the job controller sees it: labelled with its replica type and index, in `phase`; with
 // `exit_code` >= 0, its first container (named `container`) terminated with that code.

@@ -14,6 +14,7 @@
 #include "frameworks/mpi/v1/register.h"
 #include "frameworks/mpi/v2/register.h"
 #include "tests/support/json.h"
+#include "tests/support/framework.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -26,14 +27,10 @@ namespace {
 using unitrain::testing::yaml;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string image = "", std::string gang = "") {
-  fw::Registry r;
-  REQUIRE(mpi::v1::register_mpi_v1(r));
   fw::PluginConfig config;
   if (!image.empty()) config.options[mpi::v1::kKubectlDeliveryImageOption] = image;
   config.gang_scheduler_name = std::move(gang);
-  auto p = r.instantiate("mpijob-v1", config);
-  REQUIRE(p);
-  return std::move(*p);
+  return unitrain::testing::instantiate(mpi::v1::register_mpi_v1, "mpijob-v1", std::move(config));
 }
 
 Document parse(std::string_view text) {

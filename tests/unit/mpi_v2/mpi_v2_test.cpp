@@ -15,6 +15,7 @@
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/mpi/v2/ssh_key.h"
 #include "tests/support/json.h"
+#include "tests/support/framework.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -26,14 +27,10 @@ namespace {
 using unitrain::testing::yaml;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = "", std::string gang = "") {
-  fw::Registry r;
-  REQUIRE(mpi::register_mpi_v2(r));
   fw::PluginConfig c;
   c.cluster_domain = std::move(cluster_domain);
   c.gang_scheduler_name = std::move(gang);
-  auto p = r.instantiate("mpijob-v2", c);
-  REQUIRE(p);
-  return std::move(*p);
+  return unitrain::testing::instantiate(mpi::register_mpi_v2, "mpijob-v2", std::move(c));
 }
 
 Document parse(std::string_view text) {

@@ -20,13 +20,7 @@ using unitrain::testing::yaml;
 using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
 
-std::unique_ptr<fw::FrameworkPlugin> plugin() {
-  fw::Registry r;
-  REQUIRE(unitrain::frameworks::mxnet::register_mxnet(r));
-  auto p = r.instantiate("mxjob", {});
-  REQUIRE(p);
-  return std::move(*p);
-}
+std::unique_ptr<fw::FrameworkPlugin> plugin() { return unitrain::testing::instantiate(unitrain::frameworks::mxnet::register_mxnet, "mxjob"); }
 
 constexpr std::string_view kDist = R"(
 metadata: {name: mx, namespace: ml}

@@ -20,13 +20,7 @@ using unitrain::testing::yaml;
 using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
 
-std::unique_ptr<fw::FrameworkPlugin> plugin() {
-  fw::Registry r;
-  REQUIRE(unitrain::frameworks::paddle::register_paddle(r));
-  auto p = r.instantiate("paddlejob", {});
-  REQUIRE(p);
-  return std::move(*p);
-}
+std::unique_ptr<fw::FrameworkPlugin> plugin() { return unitrain::testing::instantiate(unitrain::frameworks::paddle::register_paddle, "paddlejob"); }
 
 constexpr std::string_view kPS = R"(
 metadata: {name: pd, namespace: ml}

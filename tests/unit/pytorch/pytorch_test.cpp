@@ -8,6 +8,7 @@
 #include "core/json/json.h"
 #include "frameworks/pytorch/register.h"
 #include "tests/support/json.h"
+#include "tests/support/framework.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -18,13 +19,9 @@ namespace {
 using unitrain::testing::yaml;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::map<std::string, std::string, std::less<>> options = {}) {
-  fw::Registry r;
-  REQUIRE(unitrain::frameworks::pytorch::register_pytorch(r));
   fw::PluginConfig c;
   c.options = std::move(options);
-  auto p = r.instantiate("PyTorchJob", c);
-  REQUIRE(p);
-  return std::move(*p);
+  return unitrain::testing::instantiate(unitrain::frameworks::pytorch::register_pytorch, "PyTorchJob", std::move(c));
 }
 
 Document parse(std::string_view text) {

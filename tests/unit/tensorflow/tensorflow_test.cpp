@@ -21,13 +21,9 @@ using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = {}) {
-  fw::Registry r;
-  REQUIRE(unitrain::frameworks::tensorflow::register_tensorflow(r));
   fw::PluginConfig c;
   c.cluster_domain = std::move(cluster_domain);
-  auto p = r.instantiate("TFJob", c);
-  REQUIRE(p);
-  return std::move(*p);
+  return unitrain::testing::instantiate(unitrain::frameworks::tensorflow::register_tensorflow, "TFJob", std::move(c));
 }
 
 constexpr std::string_view kMnist = R"(

@@ -20,13 +20,7 @@ using unitrain::testing::yaml;
 using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
 
-std::unique_ptr<fw::FrameworkPlugin> plugin() {
-  fw::Registry r;
-  REQUIRE(unitrain::frameworks::xgboost::register_xgboost(r));
-  auto p = r.instantiate("xgboost", {});
-  REQUIRE(p);
-  return std::move(*p);
-}
+std::unique_ptr<fw::FrameworkPlugin> plugin() { return unitrain::testing::instantiate(unitrain::frameworks::xgboost::register_xgboost, "xgboost"); }
 
 constexpr std::string_view kRabit = R"(
 metadata: {name: xgb, namespace: ml}
