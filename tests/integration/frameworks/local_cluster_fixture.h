@@ -31,6 +31,7 @@
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
 #include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
 
 namespace unitrain::testing {
 
@@ -39,59 +40,6 @@ namespace fw = unitrain::framework;
 namespace json = unitrain::json;
 namespace kube = unitrain::kube;
 namespace lc = unitrain::localcluster;
-
-class RecordingSink final : public c::EventSink {
- public:
-  void event(const json::Value&, std::string_view type, std::string_view reason, std::string message) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(fmt::format("{} {} {}", type, reason, message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> events_;
-};
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Writes the API server counted, by verb and resource, from its /metrics exposition.
-struct WriteCounts {
-  std::map<std::string, uint64_t> by_verb_resource;  // "POST pods", "PUT pytorchjobs/status"
-  uint64_t total(bool with_events) const {
-    uint64_t n = 0;
-    for (const auto& [k, v] : by_verb_resource)
-      if (with_events || k.find("events") == std::string::npos) n += v;
-    return n;
-  }
-  std::string describe() const {
-    std::string out;
-    for (const auto& [k, v] : by_verb_resource) out += fmt::format("{}={} ", k, v);
-    return out;
-  }
-};
-
-inline WriteCounts writes_since(const lc::LocalCluster& cluster, const WriteCounts& before = {}) {
-  WriteCounts w;
-  static const std::regex line(R"re(apiserver_request_total\{code="(\d+)",component="apiserver",group="[^"]*",resource="([^"]*)",subresource="([^"]*)",verb="(POST|PUT|PATCH|DELETE|APPLY|DELETECOLLECTION)",version="[^"]*"\} (\d+))re");
-  std::istringstream in(cluster.metrics().render());
-  for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (!std::regex_match(l, m, line)) continue;
-    std::string key = fmt::format("{} {}{}{}", m[4].str(), m[2].str(), m[3].str().empty() ? "" : "/", m[3].str());
-    w.by_verb_resource[key] += std::stoull(m[5].str());
-  }
-  for (const auto& [k, v] : before.by_verb_resource) w.by_verb_resource[k] -= v;
-  return w;
-}
 
 // "NAME=value " per env entry of container `index`; a downward-API entry prints as
 // "NAME<-fieldPath ".
@@ -144,7 +92,7 @@ struct LocalClusterFixture {
   }
 
   void install_crd(const std::string& file) {
-    auto docs = json::parse_yaml(read_file(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file));
+    auto docs = json::parse_yaml(read_text(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file));
     REQUIRE(docs);
     for (const auto& d : *docs) REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
   }

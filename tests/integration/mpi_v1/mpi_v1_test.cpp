@@ -18,6 +18,7 @@
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
 #include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -31,28 +32,8 @@ namespace {
 const kube::GroupVersionResource kMPIJobs{"kubeflow.org", "v1", "mpijobs"};
 const kube::GroupVersionResource kPods{"", "v1", "pods"};
 
-class RecordingSink final : public c::EventSink {
- public:
-  void event(const json::Value&, std::string_view type, std::string_view reason, std::string message) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(fmt::format("{} {} {}", type, reason, message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> events_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using unitrain::testing::read_text;
+using unitrain::testing::RecordingSink;
 
 using unitrain::testing::eventually;
 
@@ -98,11 +79,11 @@ struct Cluster {
     client = std::move(*rc);
     REQUIRE(unitrain::frameworks::mpi::v1::register_mpi_v1(registry));
     const std::string crds = std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/";
-    auto docs = json::parse_yaml(read_file(crds + "kubeflow.org_mpijobs_v1.yaml"));
+    auto docs = json::parse_yaml(read_text(crds + "kubeflow.org_mpijobs_v1.yaml"));
     REQUIRE(docs);
     Document crd = (*docs)[0];
     if (both_versions) {
-      auto v2_docs = json::parse_yaml(read_file(crds + "kubeflow.org_mpijobs_v2beta1.yaml"));
+      auto v2_docs = json::parse_yaml(read_text(crds + "kubeflow.org_mpijobs_v2beta1.yaml"));
       REQUIRE(v2_docs);
       crd = (*v2_docs)[0];
       json::Value v1_version(*json::find((*docs)[0].root(), "/spec/versions/0"), crd.alloc());
@@ -412,8 +393,8 @@ TEST_CASE("MPIJob v1: upstream examples/mpi-v1 run on the local cluster") {
   }
   WARN("ran: upstream examples from " << dir.string());
   Cluster k;
-  k.submit(read_file((dir / "tensorflow-mnist.yaml").string()));
-  k.submit(read_file((dir / "tensorflow-mnist-elastic.yaml").string()));
+  k.submit(read_text((dir / "tensorflow-mnist.yaml").string()));
+  k.submit(read_text((dir / "tensorflow-mnist-elastic.yaml").string()));
   for (const std::string job : {"tensorflow-mnist", "tensorflow-mnist-elastic"}) {
     INFO(job);
     REQUIRE(eventually([&] { return k.has_condition(job, "Succeeded"); }));

@@ -16,6 +16,7 @@
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/local_cluster.h"
 #include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -31,12 +32,7 @@ class NullSink final : public c::EventSink {
   void event(const json::Value&, std::string_view, std::string_view, std::string) override {}
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using unitrain::testing::read_text;
 
 using unitrain::testing::eventually;
 // Every request may meet an injected fault and its retry back-off: the jobs take longer than usual.
@@ -125,7 +121,7 @@ struct Env {
     for (const char* f : files) {
       std::string path = std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + f;
       if (!std::filesystem::exists(path)) continue;
-      auto docs = json::parse_yaml(read_file(path));
+      auto docs = json::parse_yaml(read_text(path));
       REQUIRE(docs);
       for (const auto& d : *docs)
         REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));

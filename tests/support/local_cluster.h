@@ -1,0 +1,89 @@
+#pragma once
+// What tests against an in-process local cluster share, whichever controllers they run: the
+// events a controller recorded, and the writes the API server counted.
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/controller/job_controller.h"
+#include "localcluster/local_cluster.h"
+
+namespace unitrain::testing {
+
+// Events a controller recorded, as "Type Reason message" lines.
+class RecordingSink final : public controller::EventSink {
+ public:
+  void event(const json::Value&, std::string_view type, std::string_view reason, std::string message) override {
+    std::lock_guard lock(mu_);
+    events_.push_back(fmt::format("{} {} {}", type, reason, message));
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+  bool has(std::string_view needle) const {
+    std::lock_guard lock(mu_);
+    for (const auto& e : events_)
+      if (e.find(needle) != std::string::npos) return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes the API server counted, by verb and resource, from its /metrics exposition.
+struct WriteCounts {
+  std::map<std::string, uint64_t> by_verb_resource;  // "POST pods", "PUT pytorchjobs/status", "POST pods (409)"
+  uint64_t total(bool with_events) const {
+    uint64_t n = 0;
+    for (const auto& [k, v] : by_verb_resource)
+      if (with_events || k.find("events") == std::string::npos) n += v;
+    return n;
+  }
+  uint64_t get(const std::string& k) const {
+    auto it = by_verb_resource.find(k);
+    return it == by_verb_resource.end() ? 0 : it->second;
+  }
+  std::string describe() const {
+    std::string out;
+    for (const auto& [k, v] : by_verb_resource)
+      if (v) out += fmt::format("{}={} ", k, v);
+    return out;
+  }
+};
+
+inline WriteCounts writes_since(const localcluster::LocalCluster& cluster, const WriteCounts& before = {}) {
+  WriteCounts w;
+  static const std::regex line(
+      R"re(apiserver_request_total\{code="(\d+)",component="apiserver",group="[^"]*",resource="([^"]*)",subresource="([^"]*)",verb="(POST|PUT|PATCH|DELETE|APPLY|DELETECOLLECTION)",version="[^"]*"\} (\d+))re");
+  std::istringstream in(cluster.metrics().render());
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_match(l, m, line)) continue;
+    std::string key = fmt::format("{} {}{}{}", m[4].str(), m[2].str(), m[3].str().empty() ? "" : "/", m[3].str());
+    if (m[1].str()[0] != '2') key += fmt::format(" ({})", m[1].str());  // a rejected write, e.g. 409
+    w.by_verb_resource[key] += std::stoull(m[5].str());
+  }
+  for (const auto& [k, v] : before.by_verb_resource) w.by_verb_resource[k] -= v;
+  return w;
+}
+
+}  // namespace unitrain::testing
