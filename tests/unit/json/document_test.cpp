@@ -39,6 +39,29 @@ TEST_CASE("pointer get and set") {
   CHECK_FALSE(json::remove(doc, "/metadata/labels/a~1b"));
 }
 
+TEST_CASE("string_at and strings_at give Kubernetes' zero values for missing or mistyped fields") {
+  auto doc = Document::parse(R"({"spec":{"name":"n","count":3,"verbs":["get",1,"list"],"empty":[]}})");
+  REQUIRE(doc);
+  CHECK(json::string_at(doc->root(), "/spec/name") == "n");
+  CHECK(json::string_at(doc->root(), "/spec/count").empty());    // not a string
+  CHECK(json::string_at(doc->root(), "/spec/missing").empty());  // absent
+  CHECK(json::strings_at(doc->root(), "/spec/verbs") == std::vector<std::string>{"get", "list"});
+  CHECK(json::strings_at(doc->root(), "/spec/empty").empty());
+  CHECK(json::strings_at(doc->root(), "/spec/name").empty());  // not an array
+  CHECK(json::strings_at(doc->root(), "/nothing").empty());
+}
+
+TEST_CASE("str copies a view, and an empty view with no data becomes the empty string") {
+  Document doc = Document::object();
+  json::Value empty = json::str(std::string_view{}, doc.alloc());  // data() is null: RapidJSON asserts on it
+  REQUIRE(empty.IsString());
+  CHECK(json::view(empty).empty());
+  std::string text = "abc";
+  json::Value copy = json::str(text, doc.alloc());
+  text[0] = 'x';
+  CHECK(json::view(copy) == "abc");
+}
+
 TEST_CASE("equality ignores member order; canonical sorts keys") {
   auto a = Document::parse(R"({"a":1,"b":[1,{"x":2,"y":3}]})").value();
   auto b = Document::parse(R"({"b":[1,{"y":3,"x":2}],"a":1.0})").value();
