@@ -1,6 +1,6 @@
 #pragma once
 // What tests against an in-process local cluster share, whichever controllers they run: the
-// events a controller recorded, and the writes the API server counted.
+// writes the API server counted, and the events a controller recorded (recording_sink.h).
 
 #include <cstdint>
 #include <fstream>
@@ -14,34 +14,12 @@
 
 #include <fmt/format.h>
 
-#include "core/controller/job_controller.h"
 #include "localcluster/local_cluster.h"
+#include "tests/support/recording_sink.h"
 
 namespace unitrain::testing {
 
-// Events a controller recorded, as "Type Reason message" lines.
-class RecordingSink final : public controller::EventSink {
- public:
-  void event(const json::Value&, std::string_view type, std::string_view reason, std::string message) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(fmt::format("{} {} {}", type, reason, message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-  bool has(std::string_view needle) const {
-    std::lock_guard lock(mu_);
-    for (const auto& e : events_)
-      if (e.find(needle) != std::string::npos) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> events_;
-};
-
+// A whole file's text (a manifest, a CRD); empty when it cannot be read.
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -14,6 +14,7 @@
 #include "core/kube/fake_client.h"
 #include "tests/integration/controller/echo_framework.h"
 #include "tests/support/eventually.h"
+#include "tests/support/recording_sink.h"
 
 namespace c = unitrain::controller;
 namespace fw = unitrain::framework;
@@ -28,21 +29,7 @@ using unitrain::testing::echo::kJobs;
 const kube::GroupVersionResource kPods{"", "v1", "pods"};
 const kube::GroupVersionResource kServices{"", "v1", "services"};
 
-class RecordingSink final : public c::EventSink {
- public:
-  void event(const json::Value&, std::string_view type, std::string_view reason, std::string message) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(fmt::format("{} {} {}", type, reason, message));
-  }
-  std::vector<std::string> events() const {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> events_;
-};
+using unitrain::testing::RecordingSink;
 
 using unitrain::testing::eventually;
 
