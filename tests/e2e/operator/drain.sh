@@ -2,6 +2,7 @@
 # SIGTERM drains the work queue: with jobs still queued (a low --kube-api-qps keeps the worker
 # busy), the operator finishes every queued job before it exits 0, so each job has all its pods.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 lc=$2 src=$3
 command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
@@ -23,11 +24,7 @@ k apply -f "$work/jobs.yaml" >/dev/null || fail "submitting $jobs jobs"
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0 >/dev/null 2>"$work/op.log" &
 op=$!
 pids+=($op)
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/op.log")
-  [[ -n $port ]] && break; sleep 0.1
-done
+port=$(logged_port --metrics-bind-address "$work/op.log" "$op")
 [[ -n $port ]] || fail "the operator did not start"
 depth=0
 for _ in $(seq 100); do

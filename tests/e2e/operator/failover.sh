@@ -13,6 +13,7 @@
 #  4. SIGTERM of C after the API server died: still a clean stop (exit 0, not the 30 s watchdog).
 # Pod creations are counted per name from a watch on the cluster that runs the whole time.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 lc=$2 src=$3
 command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
@@ -52,13 +53,9 @@ start_operator() {  # name [election flags...]
     >/dev/null 2>"$work/$n.log" &
   pid_of[$n]=$!
   pids+=($!)
-  for _ in $(seq 100); do
-    metrics_of[$n]=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/$n.log")
-    probes_of[$n]=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/$n.log")
-    [[ -n ${metrics_of[$n]} && -n ${probes_of[$n]} ]] && break
-    sleep 0.1
-  done
-  [[ -n ${metrics_of[$n]} ]] || fail "operator $n did not log its ports"
+  metrics_of[$n]=$(logged_port --metrics-bind-address "$work/$n.log" "${pid_of[$n]}")
+  probes_of[$n]=$(logged_port --health-probe-bind-address "$work/$n.log" "${pid_of[$n]}")
+  [[ -n ${metrics_of[$n]} && -n ${probes_of[$n]} ]] || fail "operator $n did not log its ports"
 }
 metrics() { curl -sf "http://127.0.0.1:${metrics_of[$1]}/metrics"; }
 master_status() { metrics "$1" | sed -n "s/^leader_election_master_status{name=\"$lease\"} //p"; }

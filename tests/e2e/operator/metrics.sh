@@ -4,6 +4,7 @@
 # ttlSecondsAfterFinished, as upstream counts only those), and the
 # exposition is valid Prometheus text format (check_metrics.py).
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
 here=$(cd "$(dirname "$0")" && pwd)
 command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
@@ -14,7 +15,7 @@ pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; tail -20 "$work/stderr"; exit 1; }
 for _ in $(seq 150); do grep -q '^kubeconfig ' "$work/stdout" && break; sleep 0.2; done
-port=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/stderr")
+port=$(logged_port --metrics-bind-address "$work/stderr" "$pid")
 [[ -n $port ]] || fail "the operator did not start"
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
 phase() { k get pytorchjob "$1" -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null; }

@@ -3,6 +3,7 @@
 # but not ready (/readyz 503 naming the framework whose cache cannot sync), whether it leads or
 # follows; once the CRD is installed the informer's retry syncs it and /readyz turns 200.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 lc=$2 src=$3
 command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
 work=$(mktemp -d)
@@ -23,10 +24,8 @@ for n in a b; do
     --leader-election-namespace default --kubeconfig "$work/kubeconfig" --disable-webhooks \
     --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0 >/dev/null 2>"$work/$n.log" &
   pids+=($!)
-  for _ in $(seq 100); do
-    probes[$n]=$(sed -n 's/.*--health-probe-bind-address serving on port \([0-9]*\).*/\1/p' "$work/$n.log")
-    [[ -n ${probes[$n]} ]] && break; sleep 0.1
-  done
+  probes[$n]=$(logged_port --health-probe-bind-address "$work/$n.log" "$!")
+  [[ -n ${probes[$n]} ]] || { echo "FAIL: operator $n did not log its probe port"; tail -20 "$work/$n.log"; exit 1; }
 done
 code() { curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:${probes[$1]}$2"; }
 sleep 3  # time enough to sync everything that can sync
