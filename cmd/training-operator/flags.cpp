@@ -110,7 +110,7 @@ std::optional<std::chrono::seconds> parse_duration(const std::string& v) {
   return std::nullopt;
 }
 
-Result<Flags, int> parse_flags(int argc, char** argv, const framework::Registry& registry) {
+Result<Flags, int> parse_flags(int argc, const char* const* argv, const framework::Registry& registry) {
   Flags f;
   if (auto ns = env("KUBEFLOW_NAMESPACE"); !ns.empty()) f.namespaces = {ns};
   if (auto ns = env("MY_POD_NAMESPACE"); !ns.empty()) f.webhook_namespace = ns;
