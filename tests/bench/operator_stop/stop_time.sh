@@ -67,7 +67,13 @@ start_op leader --enable-scheme pytorchjob --disable-webhooks --kube-api-qps 5 -
 wait_ready "${probe_of[leader]}"
 submit 4 60 queued
 sleep 0.5
-term leader "leader, 4 jobs queued at --kube-api-qps 5"
+term leader "leader, 4 jobs queued at --kube-api-qps 5 (drained)"
+
+start_op leader --enable-scheme pytorchjob --disable-webhooks
+wait_ready "${probe_of[leader]}"
+submit 10 60 burst
+sleep 0.3
+term leader "leader, 10 jobs just submitted (default QPS)"
 
 start_op webhooks --enable-scheme pytorchjob --webhook-server-port 0
 sleep 5
