@@ -64,11 +64,6 @@ std::string selector_string(const json::Value& labels) {
   return out;
 }
 
-std::string pod_restart_policy(std::string_view replica_restart_policy) {
-  if (replica_restart_policy == "ExitCode") return "Never";
-  return std::string(replica_restart_policy);
-}
-
 const json::Value* replica_spec(const framework::FrameworkDescriptor& d, const json::Value& job,
                                 std::string_view replica_type) {
   return json::find(job, "/spec/" + json::escape_pointer_token(d.replica_specs_field) + "/" +
@@ -133,17 +128,6 @@ Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::
   }
   pod.root().AddMember("spec", pod_spec, a);
   return built;
-}
-
-std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container) {
-  const json::Value* statuses = json::find(pod, "/status/containerStatuses");
-  if (!statuses || !statuses->IsArray()) return std::nullopt;
-  for (const auto& s : statuses->GetArray()) {
-    if (json::get_string(s, "/name") != container) continue;
-    if (auto code = json::get_int(s, "/state/terminated/exitCode")) return static_cast<int32_t>(*code);
-    if (auto code = json::get_int(s, "/lastState/terminated/exitCode")) return static_cast<int32_t>(*code);
-  }
-  return std::nullopt;
 }
 
 }  // namespace unitrain::controller

@@ -90,9 +90,8 @@ TEST_CASE("pytorch lifecycle: restartPolicy OnFailure restarts in place and back
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); }));
   CHECK(k.conditions(kPyTorchJobs, "pt").find(
             "Failed=True(PyTorchJobFailed: Job pt has failed because it has reached the specified backoff limit)") != std::string::npos);
-  // A backoff failure deletes every pod regardless of cleanPodPolicy.
-  REQUIRE(eventually([&] { return k.names(kPodsR).empty(); }));
-  CHECK(k.names(kServicesR).empty());
+  // A backoff failure deletes every pod (and its Service) regardless of cleanPodPolicy.
+  REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
   // In-place restarts: the pod was never re-created.
   CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts").empty());
   CHECK(!worker_uid_before.empty());
@@ -195,8 +194,7 @@ TEST_CASE("pytorch lifecycle: activeDeadlineSeconds fails the job at the deadlin
   CHECK(*done - *start >= std::chrono::seconds(2));
   CHECK(k.conditions(kPyTorchJobs, "pt").find(
             "Failed=True(PyTorchJobFailed: Job pt has failed because it was active longer than specified deadline)") != std::string::npos);
-  REQUIRE(eventually([&] { return k.names(kPodsR).empty(); }));
-  CHECK(k.names(kServicesR).empty());
+  REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
 }
 
 TEST_CASE("pytorch lifecycle: suspend deletes pods and services, resume re-creates them and resets startTime") {
