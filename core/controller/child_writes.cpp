@@ -30,12 +30,12 @@ std::string ChildWrites::replica_type_of(const json::Value& child) const {
       json::get_string(child, "/metadata/labels/" + json::escape_pointer_token(descriptor_.replica_type_label)).value_or(""));
 }
 
-std::string ChildWrites::pods_key(const json::Value& pod) const {
-  return Expectations::pods_key(ns_, name_, replica_type_of(pod));
+std::string ChildWrites::pods_key(const json::Value& child) const {
+  return Expectations::pods_key(ns_, name_, replica_type_of(child));
 }
 
-std::string ChildWrites::services_key(const json::Value& service) const {
-  return Expectations::services_key(ns_, name_, replica_type_of(service));
+std::string ChildWrites::services_key(const json::Value& child) const {
+  return Expectations::services_key(ns_, name_, replica_type_of(child));
 }
 
 std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersionResource& resource, std::string_view name,
@@ -49,17 +49,16 @@ std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersio
     if (!expectation_key.empty()) expectations_.deletion_observed(expectation_key);
     if (!r.error().is(kube::ApiError::Reason::NotFound)) return r.error();
   }
-  if (resource == kPods || resource == kServices) {
+  if (resource == kServices) {
     std::lock_guard lock(deleted_mu_);
-    (resource == kPods ? deleted_pods_ : deleted_services_).insert(std::string(name));
+    deleted_services_.emplace(name);
   }
   return std::nullopt;
 }
 
-bool ChildWrites::deleted(const kube::GroupVersionResource& resource, std::string_view name) const {
+bool ChildWrites::service_deleted(std::string_view name) const {
   std::lock_guard lock(deleted_mu_);
-  const auto& names = resource == kPods ? deleted_pods_ : deleted_services_;
-  return names.count(std::string(name)) > 0;
+  return deleted_services_.count(name) > 0;
 }
 
 std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const json::Value*>& pods,
@@ -74,10 +73,9 @@ std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const j
       return e;
     }
     event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", pod_name));
-    if (!descriptor_.delete_services_with_pods || deleted(kServices, pod_name)) return std::nullopt;
+    if (!descriptor_.delete_services_with_pods || service_deleted(pod_name)) return std::nullopt;
     auto service = std::find_if(services.begin(), services.end(), [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
     if (service == services.end()) return std::nullopt;
-    // The pod's replica type: the Service of a replica carries the same labels.
     if (auto e = delete_object(kServices, pod_name, services_key(*pod))) {
       event("Warning", "FailedDeleteService", fmt::format("Error deleting: {}", e->message));
       return e;

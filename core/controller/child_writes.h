@@ -35,11 +35,14 @@ class ChildWrites {
   // same-named Service among `services`, in parallel.
   std::optional<kube::ApiError> delete_pods(const std::vector<const json::Value*>& pods,
                                             const std::vector<const json::Value*>& services);
-  // A pod or a Service this pass already deleted (a Service goes with its pod).
-  bool deleted(const kube::GroupVersionResource& resource, std::string_view name) const;
+  // A Service this pass already deleted (one goes with its pod, so pruning must not delete it again).
+  bool service_deleted(std::string_view name) const;
 
-  std::string pods_key(const json::Value& pod) const;
-  std::string services_key(const json::Value& service) const;
+  // The pods / services expectation key of the replica type `child` (a pod or a replica
+  // Service, both labelled with it) belongs to.
+  std::string pods_key(const json::Value& child) const;
+  std::string services_key(const json::Value& child) const;
+  // The value of the descriptor's replica-type label ("worker"), "" when unlabelled.
   std::string replica_type_of(const json::Value& child) const;
 
  private:
@@ -51,7 +54,7 @@ class ChildWrites {
   const json::Value& job_;
   std::string ns_, name_;
   mutable std::mutex deleted_mu_;  // deletes run on the write pool
-  std::set<std::string> deleted_pods_, deleted_services_;
+  std::set<std::string, std::less<>> deleted_services_;
 };
 
 }  // namespace unitrain::controller

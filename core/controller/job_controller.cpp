@@ -79,9 +79,10 @@ void JobController::observe_child(ChildKind kind, const json::Value& obj, bool c
 void JobController::enqueue_owner(const json::Value& obj) {
   auto owner = api::controller_of(obj);
   if (!owner) return;
-  const auto& d = descriptor();
   const std::string ns(api::namespace_of(obj));
-  auto is_job = [&](const api::OwnerReference& ref) { return ref.kind == d.kind && ref.api_version == d.api_version(); };
+  auto is_job = [&](const api::OwnerReference& ref) {
+    return ref.kind == descriptor().kind && ref.api_version == descriptor().api_version();
+  };
   if (is_job(*owner)) {
     queue_.add(ns + "/" + owner->name);
     return;

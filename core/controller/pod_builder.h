@@ -26,9 +26,9 @@ std::string lower(std::string_view s);
 std::string replica_name(std::string_view job, std::string_view replica_type, int32_t index);
 
 // {operator-name, job-name} (the selector of all of a job's pods).
-json::Document job_selector_labels(const framework::FrameworkDescriptor& d, std::string_view job);
+json::Document job_selector_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job);
 // The selector above plus the replica-type label and, when index >= 0, the replica index.
-json::Document replica_labels(const framework::FrameworkDescriptor& d, std::string_view job,
+json::Document replica_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job,
                               std::string_view replica_type, int32_t index);
 // The API server is deleting the object (deletionTimestamp set): a terminating pod still shows
 // in the caches but no longer counts as the slot's pod or as a surplus one.
@@ -38,10 +38,10 @@ inline bool terminating(const json::Value& obj) { return json::find(obj, "/metad
 std::string selector_string(const json::Value& labels);
 
 // The replica spec of `replica_type` in the (defaulted) job, or null.
-const json::Value* replica_spec(const framework::FrameworkDescriptor& d, const json::Value& job,
+const json::Value* replica_spec(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                                 std::string_view replica_type);
 // Replicas of a type (a missing count is 1, as the defaults make it).
-int32_t replicas_of(const framework::FrameworkDescriptor& d, const json::Value& job, std::string_view replica_type);
+int32_t replicas_of(const framework::FrameworkDescriptor& descriptor, const json::Value& job, std::string_view replica_type);
 
 struct BuiltPod {
   json::Document pod;
@@ -49,7 +49,7 @@ struct BuiltPod {
 };
 // A pod for one slot: template metadata and spec, common labels, name, namespace, restart
 // policy, owner reference. Framework decoration comes after.
-Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::Value& job,
+Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                            std::string_view replica_type, int32_t index);
 
 }  // namespace unitrain::controller

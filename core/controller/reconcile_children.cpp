@@ -199,7 +199,7 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
     for (const auto* obj : *have) {
       const std::string obj_name(api::name_of(*obj));
       if (wanted[group_resource].count(obj_name) || terminating(*obj)) continue;
-      if (resource == kServices && writes_.deleted(kServices, obj_name)) continue;
+      if (resource == kServices && writes_.service_deleted(obj_name)) continue;
       const std::string expectation = resource == kServices ? writes_.services_key(*obj) : "";
       if (auto e = writes_.delete_object(resource, obj_name, expectation)) return e;
       if (resource == kServices) writes_.event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", obj_name));
@@ -214,10 +214,10 @@ std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
   // Restarts: the re-creation count is already on the job (record_restarts).
   for (const auto* failed : plan.with_outcome(FailedSlotPod::Outcome::Restart)) {
     if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) return e;
-    auto w = words(CoreEvent::ReplicaRestarting, failed->replica_type);
-    writes_.event("Warning", w.reason, w.message);
+    auto wording = words(CoreEvent::ReplicaRestarting, failed->replica_type);
+    writes_.event("Warning", wording.reason, wording.message);
     if (!draft_.status().has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
-    draft_.set_condition(api::condition_type::kRestarting, w, now_);
+    draft_.set_condition(api::condition_type::kRestarting, wording, now_);
   }
   // Scale-down: the spec the user wrote no longer names these pods.
   for (const auto* pod : plan.surplus) {
@@ -265,11 +265,11 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
 
 ApiError ReconcilePass::foreign_object(std::string_view kind, const kube::GroupVersionResource& resource,
                                        std::string_view name) const {
-  const auto w = deps_.plugin.foreign_object_wording(job_.root(), {kind, resource.resource, name});
-  writes_.event("Warning", w.reason, w.message);
+  const auto wording = deps_.plugin.foreign_object_wording(job_.root(), {kind, resource.resource, name});
+  writes_.event("Warning", wording.reason, wording.message);
   ApiError e;
   e.reason = ApiError::Reason::AlreadyExists;
-  e.message = w.message;
+  e.message = wording.message;
   return e;
 }
 

@@ -129,18 +129,18 @@ std::optional<ApiError> ReconcilePass::load() {
 
 void ReconcilePass::record_created() {
   if (draft_.status().has_condition(api::condition_type::kCreated) || !draft_.status().conditions.empty()) return;
-  auto w = words(CoreEvent::Created);
-  draft_.set_condition(api::condition_type::kCreated, w, now_);
-  announce_when_written("Normal", w.reason, w.message);
+  auto wording = words(CoreEvent::Created);
+  draft_.set_condition(api::condition_type::kCreated, wording, now_);
+  announce_when_written("Normal", wording.reason, wording.message);
   count_when_written(&JobCounters::created);
 }
 
 std::optional<ApiError> ReconcilePass::fail_invalid_spec(const framework::Validation& validation) {
-  auto w = words(CoreEvent::ValidationFailed);
-  w.message = api::invalid_message(descriptor_.group, descriptor_.kind, name_, validation.errors);
+  auto wording = words(CoreEvent::ValidationFailed);
+  wording.message = api::invalid_message(descriptor_.group, descriptor_.kind, name_, validation.errors);
   if (!draft_.status().is_failed()) {
-    draft_.set_condition(api::condition_type::kFailed, w, now_);
-    announce_when_written("Warning", w.reason, w.message);
+    draft_.set_condition(api::condition_type::kFailed, wording, now_);
+    announce_when_written("Warning", wording.reason, wording.message);
     count_when_written(&JobCounters::failed);
   }
   return write_status(cached());
@@ -199,9 +199,9 @@ ReconcileResult ReconcilePass::suspend() {
   for (auto& [_, replica] : status.replica_statuses) replica.active = 0;
   if (status.is_running()) draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
   if (!status.is_suspended()) {
-    auto w = words(CoreEvent::Suspended);
-    draft_.set_condition(api::condition_type::kSuspended, w, now_);
-    announce_when_written("Normal", w.reason, w.message);
+    auto wording = words(CoreEvent::Suspended);
+    draft_.set_condition(api::condition_type::kSuspended, wording, now_);
+    announce_when_written("Normal", wording.reason, wording.message);
   }
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
   if (auto e = writes_.delete_pods(observed_.pods, observed_.services)) return {std::move(*e), std::nullopt};
@@ -213,9 +213,9 @@ ReconcileResult ReconcilePass::suspend() {
 void ReconcilePass::resume() {
   auto& status = draft_.status();
   if (status.is_suspended()) {
-    auto w = words(CoreEvent::Resumed);
-    draft_.set_condition(api::condition_type::kSuspended, w, now_, "False");
-    announce_when_written("Normal", w.reason, w.message);
+    auto wording = words(CoreEvent::Resumed);
+    draft_.set_condition(api::condition_type::kSuspended, wording, now_, "False");
+    announce_when_written("Normal", wording.reason, wording.message);
     status.start_time = now_;
   }
   if (!status.start_time) status.start_time = now_;
@@ -256,8 +256,8 @@ std::optional<ReconcilePass::TerminalFailure> ReconcilePass::terminal_failure(co
     return failure;
   }
   if (limits.exceeded) {
-    auto w = words(*limits.exceeded);
-    return TerminalFailure{w, "Normal", {w}};
+    auto wording = words(*limits.exceeded);
+    return TerminalFailure{wording, "Normal", {wording}};
   }
   return std::nullopt;
 }
@@ -266,7 +266,7 @@ std::optional<ApiError> ReconcilePass::write_failure(const TerminalFailure& fail
   auto& status = draft_.status();
   if (!status.completion_time) status.completion_time = now_;
   draft_.set_condition(api::condition_type::kFailed, failure.condition, now_);
-  for (const auto& w : failure.events) announce_when_written(failure.event_type, w.reason, w.message);
+  for (const auto& wording : failure.events) announce_when_written(failure.event_type, wording.reason, wording.message);
   count_when_written(&JobCounters::failed);
   return write_status(job_on_server);
 }
@@ -316,8 +316,8 @@ bool ReconcilePass::failed_by_run_limits() const {
   const api::JobCondition* failed = draft_.status().condition(api::condition_type::kFailed);
   if (!failed || failed->status != "True") return false;
   for (auto why : {CoreEvent::BackoffLimitExceeded, CoreEvent::DeadlineExceeded}) {
-    const auto w = words(why);
-    if (failed->reason == w.reason && failed->message == w.message) return true;
+    const auto wording = words(why);
+    if (failed->reason == wording.reason && failed->message == wording.message) return true;
   }
   return false;
 }
