@@ -164,7 +164,7 @@ TEST_CASE("an invalid spec without webhooks: the job is Failed once with the val
   int events = 0;
   for (const auto& e : k.events.events()) events += e == "Warning TFJobFailedValidation " + invalid.message;
   CHECK(events == 1);
-  CHECK(ctl.counters()["default"].failed == 1);
+  CHECK(eventually([&] { return ctl.counters()["default"].failed == 1; }));
   CHECK(ctl.reconcile_stats().errors == 0);
   ctl.stop();
 }
@@ -451,6 +451,6 @@ spec:
   CHECK(str(*pod, "/metadata/labels/training.kubeflow.org~1operator-name") == "echojob-controller");
   CHECK(str(*pod, "/metadata/ownerReferences/0/kind") == "EchoJob");
   CHECK(k.names(kServicesR) == std::vector<std::string>{"hello-worker-0", "hello-worker-1"});
-  CHECK(ctl.counters()["default"].successful == 1);
+  CHECK(eventually([&] { return ctl.counters()["default"].successful == 1; }));
   ctl.stop();
 }

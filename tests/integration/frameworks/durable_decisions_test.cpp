@@ -181,8 +181,8 @@ TEST_CASE("durable decisions: backoffLimit reached by in-place restarts survives
   const int64_t failed_at = history.first_job_condition("Failed");
   REQUIRE(failed_at > 0);
   CHECK(failed_at < history.first_pod_deletion());
-  CHECK(ctl->counters()["default"].failed == 1);
-  CHECK(k.events.has("Normal PyTorchJobFailed Job pt has failed because it has reached the specified backoff limit"));
+  CHECK(eventually([&] { return ctl->counters()["default"].failed == 1; }));
+  CHECK(eventually([&] { return k.events.has("Normal PyTorchJobFailed Job pt has failed because it has reached the specified backoff limit"); }));
 }
 
 TEST_CASE("durable decisions: the re-creation count is written before the failed pod is deleted") {
@@ -313,5 +313,5 @@ TEST_CASE("durable decisions: TTL deletes the job only after its finished status
   CHECK(folded_at > 0);
   CHECK(folded_at < history.first_pod_deletion());
   CHECK(folded_at < deleted_at);
-  CHECK(k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"); }));
 }
