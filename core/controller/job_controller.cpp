@@ -110,10 +110,17 @@ ReconcileResult JobController::reconcile(const std::string& key) {
   const auto started = clock_.steady_now();
   ReconcileResult result;
   if (kube::ObjectPtr cached = jobs_->cache().get(key)) {
-    const PassDependencies dependencies{client_,       expectations_, events_,         *plugin_,
-                                        *children_,    options_.gang.get(),
-                                        options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
-                                        write_pool_.get(), [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); }};
+    const PassDependencies dependencies{
+        .client = client_,
+        .expectations = expectations_,
+        .events = events_,
+        .plugin = *plugin_,
+        .children = *children_,
+        .gang = options_.gang.get(),
+        .owns_unset_managed_by = options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
+        .write_pool = write_pool_.get(),
+        .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
+    };
     result = ReconcilePass(dependencies, std::move(cached), clock_.now()).run();
   } else {
     expectations_.forget_prefix(key + "/");
