@@ -553,6 +553,13 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
     return p;
   }
 
+  // training-operator's MPIJob controller words an object it does not control under the job's
+  // name (its launcher pod, a worker, the ConfigMap, Role or RoleBinding) with its own constant.
+  framework::CoreWording foreign_object_wording(const Value&, const framework::ForeignObject& object) const override {
+    return {"ErrResourceExists", fmt::format("Resource \"{}\" of MPIJobKind \"{}\" already exists and is not managed by MPIJob",
+                                             object.name, object.kind)};
+  }
+
  private:
   framework::FrameworkDescriptor d_;
   framework::PluginConfig config_;

@@ -758,6 +758,13 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     return framework::training_operator_wording(e, d_.kind, job, replica_type);
   }
 
+  // mpi-operator's ErrResourceExists, the same for every kind it creates (Service, ConfigMap,
+  // Secret, workers, launcher Job, PodGroup).
+  framework::CoreWording foreign_object_wording(const Value&, const framework::ForeignObject& object) const override {
+    return {"ErrResourceExists", fmt::format("Resource \"{}\" of Kind \"{}\" already exists and is not managed by MPIJob",
+                                             object.name, object.kind)};
+  }
+
   // LauncherOrdering: AtStartup starts at once; WaitForWorkersReady (any other value, as
   // upstream) waits until every worker index exists and is Ready. Unlike upstream, an empty
   // worker list does not count as "all ready" unless there are no workers to wait for.
