@@ -15,8 +15,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 lc=$2 src=$3
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl curl
+make_workdir
 lease=failover-e2e.unitrain.io
 pids=()
 cleanup() {
