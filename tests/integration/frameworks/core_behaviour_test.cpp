@@ -117,7 +117,7 @@ TEST_CASE("gang volcano: PyTorchJob pods wait for the PodGroup, carry its schedu
   CHECK(w.get("POST podgroups") == 1);
   CHECK(w.get("PUT podgroups") == 0);  // the spec never differed: no rewrite per pass
   CHECK(w.get("DELETE podgroups") == 1);
-  CHECK(k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"); }));
 }
 
 TEST_CASE("gang volcano: a PodGroup whose minResources do not fit stays Pending and no pod is created") {
@@ -368,6 +368,6 @@ spec:
   CHECK(str(*pod, "/metadata/labels/training.kubeflow.org~1operator-name") == "echojob-controller");
   CHECK(str(*pod, "/metadata/ownerReferences/0/kind") == "EchoJob");
   CHECK(k.names(kServicesR) == std::vector<std::string>{"hello-worker-0", "hello-worker-1"});
-  CHECK(ctl.counters()["default"].successful == 1);
+  CHECK(eventually([&] { return ctl.counters()["default"].successful == 1; }));
   ctl.stop();
 }
