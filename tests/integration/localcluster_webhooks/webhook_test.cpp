@@ -825,7 +825,9 @@ TEST_CASE("kubectl prints a webhook denial and its warnings") {
              hook("mutate.hooks.test", f.url_config("/mutate"), kConfigMapCreate) + "]}\n";
   }
   auto run = [&](const std::string& args) {
-    std::string cmd = kubectl + " --kubeconfig " + (dir / "kubeconfig").string() + " " + args + " 2>&1";
+    // Its discovery cache in `dir`: in ~/.kube/cache every run's port would leave a folder behind.
+    std::string cmd = kubectl + " --kubeconfig " + (dir / "kubeconfig").string() + " --cache-dir " +
+                      (dir / "kubectl-cache").string() + " " + args + " 2>&1";
     std::string out;
     FILE* p = ::popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
