@@ -1,11 +1,13 @@
 # Sourced by every e2e script (through its folder's lib.sh).
 
 # require_tools TOOL...: a test that cannot run without TOOL reports itself skipped (exit 77, the
-# SKIP_RETURN_CODE of every e2e test), never passed or failed.
+# SKIP_RETURN_CODE of every e2e test), never passed or failed. The lookup redirects nothing: with
+# a broken /dev/null (seen on a shared machine) `command -v kubectl >/dev/null` fails, and every
+# e2e test reported Skipped instead of Failed.
 require_tools() {
   local tool
   for tool in "$@"; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "SKIPPED: $tool is not installed"; exit 77; }
+    [[ -n $(type -P "$tool") ]] || { echo "SKIPPED: $tool is not installed"; exit 77; }
   done
 }
 

@@ -4,7 +4,7 @@ set -u
 source "$(dirname "$0")/lib.sh"
 src=$1
 require_tools kubectl
-kubectl kustomize --help >/dev/null 2>&1 || { echo "SKIP: this kubectl has no kustomize"; exit 77; }
+help=$(kubectl kustomize --help 2>&1) || { echo "SKIPPED: this kubectl has no kustomize: $help"; exit 77; }
 fails=0
 for dir in "$src"/manifests/overlays/*/; do
   o=$(basename "$dir")
