@@ -7,8 +7,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-for tool in kubectl curl openssl; do command -v $tool >/dev/null || { echo "$tool is not installed"; exit 1; }; done
-work=$(mktemp -d)
+require_tools kubectl curl openssl
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address 127.0.0.1:0 --webhook-cert-validity 12s \
   --crd-dir "$src/manifests/crds" >"$work/stdout" 2>"$work/stderr" &

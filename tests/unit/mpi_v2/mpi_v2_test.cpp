@@ -16,6 +16,7 @@
 #include "frameworks/mpi/v2/ssh_key.h"
 #include "tests/support/json.h"
 #include "tests/support/framework.h"
+#include "tests/support/skip.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -25,6 +26,7 @@ using json::Document;
 namespace {
 
 using unitrain::testing::yaml;
+using unitrain::testing::skip;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = "", std::string gang = "") {
   fw::PluginConfig c;
@@ -667,8 +669,7 @@ TEST_CASE("mpi v2: wording of the conditions the core raises") {
 TEST_CASE("mpi v2: the upstream pi example") {
   const std::filesystem::path path = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/mpi-v2/pi.yaml";
   if (!std::filesystem::exists(path)) {
-    WARN("upstream example " << path << " not found; this case did not run");
-    return;
+    return skip("upstream example " + path.string() + " not found");
   }
   WARN("ran against the upstream example(s) in " << path);
   std::ifstream in(path);

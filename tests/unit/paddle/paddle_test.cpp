@@ -9,6 +9,7 @@
 #include "frameworks/paddle/register.h"
 #include "tests/support/json.h"
 #include "tests/support/framework.h"
+#include "tests/support/skip.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -19,6 +20,7 @@ namespace {
 using unitrain::testing::yaml;
 using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
+using unitrain::testing::skip;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin() { return unitrain::testing::instantiate(unitrain::frameworks::paddle::register_paddle, "paddlejob"); }
 
@@ -114,8 +116,7 @@ TEST_CASE("paddle: status as PyTorch without the elastic shortcut") {
 TEST_CASE("paddle: upstream example simple-cpu.yaml (collective mode)") {
   const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/paddlepaddle/simple-cpu.yaml";
   if (!std::filesystem::exists(file)) {
-    WARN("reference example " << file << " not found; example check did not run");
-    return;
+    return skip("reference example " + file.string() + " not found");
   }
   WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);

@@ -9,6 +9,7 @@
 #include "frameworks/tensorflow/register.h"
 #include "tests/support/json.h"
 #include "tests/support/framework.h"
+#include "tests/support/skip.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -19,6 +20,7 @@ namespace {
 using unitrain::testing::yaml;
 using unitrain::testing::pod_status;
 using unitrain::testing::conditions;
+using unitrain::testing::skip;
 
 std::unique_ptr<fw::FrameworkPlugin> plugin(std::string cluster_domain = {}) {
   fw::PluginConfig c;
@@ -303,8 +305,7 @@ spec:
 TEST_CASE("tensorflow: upstream example tf_job_mnist.yaml") {
   const std::filesystem::path file = std::string(UNITRAIN_REFERENCE_EXAMPLES) + "/tensorflow/tf_job_mnist.yaml";
   if (!std::filesystem::exists(file)) {
-    WARN("reference example " << file << " not found; example check did not run");
-    return;
+    return skip("reference example " + file.string() + " not found");
   }
   WARN("ran against the upstream example(s) in " << file);
   std::ifstream in(file);
