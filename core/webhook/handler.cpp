@@ -7,18 +7,14 @@
 #include <openssl/evp.h>
 
 #include "core/api/field_errors.h"
+#include "core/framework/ascii.h"
 
 namespace unitrain::webhook {
 
 namespace {
 
+using framework::ascii::lower;
 using json::Value;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string dashed(std::string_view group) {
   std::string out(group);

@@ -1,7 +1,6 @@
 // MPIJob v2beta1 hooks, following mpi-operator v0.8.2 (defaults, validation order and messages,
-// object names, env, volumes, status). Deliberate departures are listed in /docs/compatibility.md.
+// object names, env, volumes, status). Deliberate departures are listed in docs/compatibility.md.
 #include <algorithm>
-#include <cctype>
 #include <initializer_list>
 #include <utility>
 #include <memory>
@@ -14,9 +13,15 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
+#include "core/api/kubeflow.h"
 #include "core/api/labels.h"
+#include "core/framework/child_objects.h"
+#include "core/framework/job_labels.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/gang/gang.h"
 #include "core/json/json.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/mpi/v2/ssh_key.h"
@@ -37,10 +42,6 @@ using json::Value;
 constexpr std::string_view kLauncher = "Launcher";
 constexpr std::string_view kWorker = "Worker";
 constexpr std::string_view kOperator = "mpi-operator";
-constexpr std::string_view kLabelOperator = "training.kubeflow.org/operator-name";
-constexpr std::string_view kLabelJobName = "training.kubeflow.org/job-name";
-constexpr std::string_view kLabelJobRole = "training.kubeflow.org/job-role";
-constexpr std::string_view kLabelReplicaIndex = "training.kubeflow.org/replica-index";
 constexpr std::string_view kDefaultSshPath = "/root/.ssh";
 constexpr std::string_view kConfigMountPath = "/etc/mpi";
 constexpr std::size_t kMaxMessage = 1024;
@@ -50,62 +51,20 @@ const std::vector<std::string> kCleanPolicies = {"All", "None", "Running"};
 const std::vector<std::string> kImplementations = {"Intel", "MPICH", "OpenMPI"};
 const std::vector<std::string> kManagers = {"kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"};
 
-rapidjson::GenericStringRef<char> ref(std::string_view s) {
-  return rapidjson::StringRef(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-const Value* member(const Value* obj, std::string_view key) {
-  if (obj == nullptr || !obj->IsObject()) return nullptr;
-  auto it = obj->FindMember(ref(key));
-  return it == obj->MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-}
-Value* member(Value* obj, std::string_view key) {
-  if (obj == nullptr || !obj->IsObject()) return nullptr;
-  auto it = obj->FindMember(ref(key));
-  return it == obj->MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-}
-std::string string_at(const Value& root, std::string_view pointer) {
-  auto s = json::get_string(root, pointer);
-  return s ? std::string(*s) : std::string();
-}
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+namespace job_labels = framework::job_labels;
+using framework::json_members::ensure_array;
+using framework::json_members::ensure_object;
+using framework::json_members::member;
+using framework::json_members::put;
+using framework::volume_mount;
+using json::string_at;
+
 std::string label_of(const Value& obj, std::string_view key) {
   return string_at(obj, "/metadata/labels/" + json::escape_pointer_token(key));
 }
 
-// Ensures obj[key] is an array and returns it.
-Value& array_member(Value& obj, std::string_view key, Allocator& a) {
-  auto it = obj.FindMember(ref(key));
-  if (it != obj.MemberEnd() && it->value.IsArray()) return it->value;
-  if (it != obj.MemberEnd()) obj.RemoveMember(it);
-  obj.AddMember(json::str(key, a), Value(rapidjson::kArrayType), a);
-  return obj.FindMember(ref(key))->value;
-}
-Value& object_member(Value& obj, std::string_view key, Allocator& a) {
-  auto it = obj.FindMember(ref(key));
-  if (it != obj.MemberEnd() && it->value.IsObject()) return it->value;
-  if (it != obj.MemberEnd()) obj.RemoveMember(it);
-  obj.AddMember(json::str(key, a), Value(rapidjson::kObjectType), a);
-  return obj.FindMember(ref(key))->value;
-}
-void put(Value& obj, std::string_view key, Value v, Allocator& a) {
-  auto it = obj.FindMember(ref(key));
-  if (it != obj.MemberEnd()) {
-    it->value = std::move(v);
-  } else {
-    obj.AddMember(json::str(key, a), v, a);
-  }
-}
-void put(Value& obj, std::string_view key, std::string_view s, Allocator& a) { put(obj, key, json::str(s, a), a); }
-
 Value env_var(std::string_view name, std::string_view value, Allocator& a) {
-  Value e(rapidjson::kObjectType);
-  e.AddMember("name", json::str(name, a), a);
-  if (!value.empty()) e.AddMember("value", json::str(value, a), a);
-  return e;
+  return framework::env_var_json({std::string(name), std::string(value)}, a);
 }
 
 // ---- reading the job -------------------------------------------------------------------------
@@ -161,15 +120,7 @@ const Value* launcher_job(const JobView& j, const Observed& observed) {
   return nullptr;
 }
 
-bool condition_true(const Value* obj, std::string_view pointer, std::string_view type) {
-  if (obj == nullptr) return false;
-  const Value* conds = json::find(*obj, pointer);
-  if (conds == nullptr || !conds->IsArray()) return false;
-  for (const auto& c : conds->GetArray()) {
-    if (string_at(c, "/type") == type && string_at(c, "/status") == "True") return true;
-  }
-  return false;
-}
+// The condition of `type` with status True in obj.status.conditions (a Job's, a pod's), or null.
 const Value* condition(const Value* obj, std::string_view type) {
   if (obj == nullptr) return nullptr;
   const Value* conds = json::find(*obj, "/status/conditions");
@@ -179,14 +130,14 @@ const Value* condition(const Value* obj, std::string_view type) {
   }
   return nullptr;
 }
-bool job_complete(const Value* job) { return condition_true(job, "/status/conditions", "Complete"); }
-bool job_failed(const Value* job) { return condition_true(job, "/status/conditions", "Failed"); }
+bool job_complete(const Value* job) { return condition(job, "Complete") != nullptr; }
+bool job_failed(const Value* job) { return condition(job, "Failed") != nullptr; }
 
 std::vector<const Value*> worker_pods(const JobView& j, const Observed& observed) {
   std::vector<const Value*> out;
   for (const Value* pod : observed.pods) {
-    if (pod == nullptr || label_of(*pod, kLabelJobRole) != "worker") continue;
-    if (auto owner = label_of(*pod, kLabelJobName); !owner.empty() && owner != j.name) continue;
+    if (pod == nullptr || label_of(*pod, job_labels::kJobRole) != "worker") continue;
+    if (auto owner = label_of(*pod, job_labels::kJobName); !owner.empty() && owner != j.name) continue;
     out.push_back(pod);
   }
   std::sort(out.begin(), out.end(), [](const Value* a, const Value* b) {
@@ -205,8 +156,8 @@ std::vector<const Value*> launcher_pods(const JobView& j, const Value* launcher,
   auto owned = observed.owned.find("pods/jobs.batch");
   const std::vector<const Value*>& candidates = owned != observed.owned.end() ? owned->second : observed.pods;
   for (const Value* pod : candidates) {
-    if (pod == nullptr || label_of(*pod, kLabelJobRole) != "launcher") continue;
-    if (auto owner = label_of(*pod, kLabelJobName); !owner.empty() && owner != j.name) continue;
+    if (pod == nullptr || label_of(*pod, job_labels::kJobRole) != "launcher") continue;
+    if (auto owner = label_of(*pod, job_labels::kJobName); !owner.empty() && owner != j.name) continue;
     if (!uid.empty()) {
       bool controlled = false;
       if (const Value* refs = json::find(*pod, "/metadata/ownerReferences"); refs != nullptr && refs->IsArray()) {
@@ -221,7 +172,7 @@ std::vector<const Value*> launcher_pods(const JobView& j, const Value* launcher,
   return out;
 }
 
-bool pod_ready(const Value& pod) { return condition_true(&pod, "/status/conditions", "Ready"); }
+bool pod_ready(const Value& pod) { return condition(&pod, "Ready") != nullptr; }
 
 // ---- objects ---------------------------------------------------------------------------------
 
@@ -246,44 +197,13 @@ Value ssh_volume(const JobView& j, Allocator& a) {
   return v;
 }
 
-Value mount(std::string_view name, std::string_view path, Allocator& a) {
-  Value m(rapidjson::kObjectType);
-  m.AddMember("name", json::str(name, a), a);
-  m.AddMember("mountPath", json::str(path, a), a);
-  return m;
-}
-
 Value config_volume(const JobView& j, Allocator& a) {
-  Value items(rapidjson::kArrayType);
-  using Item = std::pair<const char*, int>;
-  for (auto [key, mode] : std::initializer_list<Item>{{"hostfile", 0444}, {"discover_hosts.sh", 0555}}) {
-    Value item(rapidjson::kObjectType);
-    item.AddMember("key", json::str(key, a), a);
-    item.AddMember("path", json::str(key, a), a);
-    item.AddMember("mode", Value(mode), a);
-    items.PushBack(item, a);
-  }
-  Value cm(rapidjson::kObjectType);
-  cm.AddMember("name", json::str(j.name + "-config", a), a);
-  cm.AddMember("items", items, a);
-  Value v(rapidjson::kObjectType);
-  v.AddMember("name", "mpi-job-config", a);
-  v.AddMember("configMap", cm, a);
-  return v;
+  return framework::config_map_volume("mpi-job-config", j.name + "-config", {{"hostfile", 0444}, {"discover_hosts.sh", 0555}}, a);
 }
 
-Value app_labels(const JobView& j, Allocator& a) {
-  Value l(rapidjson::kObjectType);
-  l.AddMember("app", json::str(j.name, a), a);
-  return l;
-}
-
-Value metadata(const JobView& j, std::string_view name, Allocator& a) {
-  Value m(rapidjson::kObjectType);
-  m.AddMember("name", json::str(name, a), a);
-  if (!j.ns.empty()) m.AddMember("namespace", json::str(j.ns, a), a);
-  m.AddMember("labels", app_labels(j, a), a);
-  return m;
+// An object named `name` in the job's namespace, labelled app=<job> as mpi-operator labels them.
+Document child(const JobView& j, std::string_view api_version, std::string_view kind, std::string_view name) {
+  return framework::child_object(api_version, kind, name, j.ns, {{"app", j.name}});
 }
 
 std::string host_line(const JobView& j, const std::string& host, const std::string& domain) {
@@ -292,17 +212,14 @@ std::string host_line(const JobView& j, const std::string& host, const std::stri
 }
 
 Document service(const JobView& j) {
-  Document d = Document::object();
+  Document d = child(j, "v1", "Service", j.name);
   auto& a = d.alloc();
   Value& r = d.root();
-  r.AddMember("apiVersion", "v1", a);
-  r.AddMember("kind", "Service", a);
-  r.AddMember("metadata", metadata(j, j.name, a), a);
   Value spec(rapidjson::kObjectType);
   spec.AddMember("clusterIP", "None", a);
   Value sel(rapidjson::kObjectType);
-  sel.AddMember(json::str(kLabelJobName, a), json::str(j.name, a), a);
-  sel.AddMember(json::str(kLabelOperator, a), json::str(kOperator, a), a);
+  sel.AddMember(json::str(job_labels::kJobName, a), json::str(j.name, a), a);
+  sel.AddMember(json::str(job_labels::kOperatorName, a), json::str(kOperator, a), a);
   spec.AddMember("selector", sel, a);
   // Written only when true: the API server omits the false default, so comparing stays stable.
   if (j.launcher_as_worker) spec.AddMember("publishNotReadyAddresses", true, a);
@@ -323,12 +240,9 @@ Document config_map(const JobView& j, const std::string& cluster_domain, const O
     if (string_at(*pod, "/status/phase") != "Running") continue;
     discover += fmt::format("echo {}.{}\n", string_at(*pod, "/metadata/name"), domain);
   }
-  Document d = Document::object();
+  Document d = child(j, "v1", "ConfigMap", j.name + "-config");
   auto& a = d.alloc();
   Value& r = d.root();
-  r.AddMember("apiVersion", "v1", a);
-  r.AddMember("kind", "ConfigMap", a);
-  r.AddMember("metadata", metadata(j, j.name + "-config", a), a);
   Value data(rapidjson::kObjectType);
   data.AddMember("discover_hosts.sh", json::str(discover, a), a);
   data.AddMember("hostfile", json::str(hostfile, a), a);
@@ -339,12 +253,9 @@ Document config_map(const JobView& j, const std::string& cluster_domain, const O
 Result<Document> ssh_secret(const JobView& j) {
   auto key = generate_ssh_key();
   if (!key) return fail(key.error());
-  Document d = Document::object();
+  Document d = child(j, "v1", "Secret", j.name + "-ssh");
   auto& a = d.alloc();
   Value& r = d.root();
-  r.AddMember("apiVersion", "v1", a);
-  r.AddMember("kind", "Secret", a);
-  r.AddMember("metadata", metadata(j, j.name + "-ssh", a), a);
   r.AddMember("type", "kubernetes.io/ssh-auth", a);
   Value data(rapidjson::kObjectType);
   data.AddMember("ssh-privatekey", json::str(base64(key->private_key_pem), a), a);
@@ -384,7 +295,8 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
                           public framework::LauncherOrdering,
                           public framework::GangContribution {
  public:
-  MpiV2Plugin(framework::FrameworkDescriptor d, framework::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
+  MpiV2Plugin(framework::FrameworkDescriptor d, framework::PluginConfig c)
+      : d_(std::move(d)), config_(std::move(c)), gang_(gang::make_backend(config_.gang_scheduler_name)) {}
 
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {this, this, nullptr}; }
@@ -395,7 +307,7 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       (void)json::set(job, "/spec", Value(rapidjson::kObjectType));
     }
     Value& spec = *json::find(job.root(), "/spec");
-    Value& run = object_member(spec, "runPolicy", a);
+    Value& run = ensure_object(spec, "runPolicy", a);
     if (member(&run, "cleanPodPolicy") == nullptr) put(run, "cleanPodPolicy", "None", a);
     if (member(&spec, "slotsPerWorker") == nullptr) put(spec, "slotsPerWorker", Value(1), a);
     auto empty_string = [&](std::string_view key) {
@@ -517,18 +429,18 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     auto& a = pod.alloc();
     Value& root = pod.root();
     if (j.launcher_as_worker) {
-      Value& labels = object_member(object_member(root, "metadata", a), "labels", a);
-      put(labels, kLabelReplicaIndex, std::to_string(slot.index + 1), a);
+      Value& labels = ensure_object(ensure_object(root, "metadata", a), "labels", a);
+      put(labels, job_labels::kReplicaIndex, std::to_string(slot.index + 1), a);
     }
-    Value& spec = object_member(root, "spec", a);
+    Value& spec = ensure_object(root, "spec", a);
     put(spec, "hostname", fmt::format("{}-worker-{}", j.name, slot.index), a);
     put(spec, "subdomain", j.name, a);
     if (json::get_bool(spec, "/hostNetwork").value_or(false)) put(spec, "dnsPolicy", "ClusterFirstWithHostNet", a);
-    Value& dns = object_member(spec, "dnsConfig", a);
-    Value& searches = array_member(dns, "searches", a);
+    Value& dns = ensure_object(spec, "dnsConfig", a);
+    Value& searches = ensure_array(dns, "searches", a);
     const std::string domain = config_.cluster_domain.empty() ? std::string("cluster.local") : config_.cluster_domain;
     searches.PushBack(json::str(fmt::format("{}.{}.svc.{}", j.name, j.ns, domain), a), a);
-    Value& containers = array_member(spec, "containers", a);
+    Value& containers = ensure_array(spec, "containers", a);
     if (containers.Empty() || !containers[0].IsObject()) {
       return fail(fmt::format("MPIJob {}: worker pod {} has no containers", j.name, slot.index));
     }
@@ -543,9 +455,9 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       command.PushBack("-De", a);
       put(c0, "command", std::move(command), a);
     }
-    array_member(c0, "env", a).PushBack(env_var("K_MPI_JOB_ROLE", "worker", a), a);
-    array_member(c0, "volumeMounts", a).PushBack(mount("ssh-auth", j.ssh_path, a), a);
-    array_member(spec, "volumes", a).PushBack(ssh_volume(j, a), a);
+    ensure_array(c0, "env", a).PushBack(env_var("K_MPI_JOB_ROLE", "worker", a), a);
+    ensure_array(c0, "volumeMounts", a).PushBack(volume_mount("ssh-auth", j.ssh_path, a), a);
+    ensure_array(spec, "volumes", a).PushBack(ssh_volume(j, a), a);
     return {};
   }
 
@@ -598,12 +510,9 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     if (launcher != nullptr || launcher_may_start(job, observed)) {
       auto tmpl = launcher_template(j);
       if (!tmpl) return fail(tmpl.error());
-      Document d = Document::object();
+      Document d = child(j, "batch/v1", "Job", j.name + "-launcher");
       auto& a = d.alloc();
       Value& r = d.root();
-      r.AddMember("apiVersion", "batch/v1", a);
-      r.AddMember("kind", "Job", a);
-      r.AddMember("metadata", metadata(j, j.name + "-launcher", a), a);
       r.AddMember("spec", Value(rapidjson::kObjectType), a);
       Value& jspec = *json::find(r, "/spec");
       const Value* run = json::find(job, "/spec/runPolicy");
@@ -622,11 +531,11 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       // immutable while the Job runs), so the scheduling directives follow the MPIJob in the
       // same update that unsuspends it; labels and annotations keep what others added.
       if (launcher != nullptr && !j.suspended && json::get_bool(*launcher, "/spec/suspend").value_or(false)) {
-        Value& tmeta = object_member(*json::find(d.root(), "/spec/template"), "metadata", a);
+        Value& tmeta = ensure_object(*json::find(d.root(), "/spec/template"), "metadata", a);
         for (std::string_view key : {"labels", "annotations"}) {
           const Value* old = json::find(*launcher, "/spec/template/metadata/" + std::string(key));
           if (old == nullptr || !old->IsObject()) continue;
-          Value& merged = object_member(tmeta, key, a);
+          Value& merged = ensure_object(tmeta, key, a);
           for (const auto& m : old->GetObject()) {
             if (!merged.HasMember(m.name)) merged.AddMember(Value(m.name, a), Value(m.value, a), a);
           }
@@ -679,13 +588,8 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       }
     }
     const std::string who = j.ns + "/" + j.name;
-    const Value* existing_conditions = json::find(job, "/status/conditions");
-    const bool had_running = existing_conditions != nullptr && existing_conditions->IsArray() && [&] {
-      for (const auto& c : existing_conditions->GetArray()) {
-        if (string_at(c, "/type") == "Running") return true;
-      }
-      return false;
-    }();
+    auto status = api::job_status_of(job);
+    const bool had_running = status && status->condition(api::condition_type::kRunning) != nullptr;
     auto synthesize_running = [&] {
       if (!had_running) {
         p.conditions.push_back({"Running", "False", "MPIJobRunning",
@@ -732,8 +636,10 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     return p;
   }
 
-  // mpi-operator's wording of the conditions the core raises (mpi-operator.md §1.6). Backoff and
-  // deadline are the launcher Job's limits in v2, so they read like the Job controller's.
+  // mpi-operator's wording of the conditions the core raises: reasons "MPIJob<Event>", messages
+  // naming "<ns>/<name>" (the Suspended and Resumed conditions say only "MPIJob suspended" and
+  // "MPIJob resumed"). Backoff and deadline are the launcher Job's limits in v2, so they read
+  // like the Job controller's.
   framework::CoreWording wording(framework::CoreEvent e, const Value& job, std::string_view replica_type) const override {
     const std::string who = string_at(job, "/metadata/namespace") + "/" + string_at(job, "/metadata/name");
     switch (e) {
@@ -780,20 +686,21 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
   }
 
  private:
-  // The launcher pod template: a deep copy of the Launcher template plus labels, hostname,
-  // subdomain, env, SSH and config volumes (mpi-operator §2.8).
+  // The launcher pod template, as mpi-operator builds it: a deep copy of the Launcher template
+  // plus the job labels, an owner reference, hostname and subdomain (so workers resolve it through
+  // the job's Service), the MPI implementation's env, and the SSH and config volumes.
   Result<Document> launcher_template(const JobView& j) const {
     if (j.launcher == nullptr) return fail(fmt::format("MPIJob {}: spec.mpiReplicaSpecs[Launcher] is missing", j.name));
     Document d = Document::object();
     auto& a = d.alloc();
     Value& tmpl = d.root();
     if (const Value* t = member(j.launcher, "template"); t != nullptr && t->IsObject()) tmpl.CopyFrom(*t, a);
-    Value& meta = object_member(tmpl, "metadata", a);
-    Value& labels = object_member(meta, "labels", a);
-    put(labels, kLabelOperator, kOperator, a);
-    put(labels, kLabelJobName, j.name, a);
-    put(labels, kLabelJobRole, "launcher", a);
-    if (j.launcher_as_worker) put(labels, kLabelReplicaIndex, "0", a);
+    Value& meta = ensure_object(tmpl, "metadata", a);
+    Value& labels = ensure_object(meta, "labels", a);
+    put(labels, job_labels::kOperatorName, kOperator, a);
+    put(labels, job_labels::kJobName, j.name, a);
+    put(labels, job_labels::kJobRole, "launcher", a);
+    if (j.launcher_as_worker) put(labels, job_labels::kReplicaIndex, "0", a);
     if (!j.uid.empty()) {
       Value owner(rapidjson::kObjectType);
       owner.AddMember("apiVersion", "kubeflow.org/v2beta1", a);
@@ -806,33 +713,26 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       owners.PushBack(owner, a);
       put(meta, "ownerReferences", std::move(owners), a);
     }
-    // The launcher pod joins the job's PodGroup like the workers (mpi-operator §2.16); the core
-    // decorates slot pods only, and this template is not one.
-    if (const std::string& gang = config_.gang_scheduler_name; !gang.empty()) {
-      const bool volcano = lower(gang) == "volcano";
-      if (volcano) {
-        put(object_member(meta, "annotations", a), "scheduling.k8s.io/group-name", j.name, a);
-      } else {
-        put(object_member(meta, "labels", a), "scheduling.x-k8s.io/pod-group", j.name, a);
-      }
-      put(object_member(tmpl, "spec", a), "schedulerName", volcano ? std::string("volcano") : gang, a);
-    }
-    Value& spec = object_member(tmpl, "spec", a);
+    // The launcher pod joins the job's PodGroup like the workers. The core marks slot pods only,
+    // and this template is not one; mpi-operator names the gang scheduler on it whatever the
+    // template says and adds no Volcano task-spec.
+    if (gang_) gang_->decorate_pod(d, j.name, "launcher", {.force_scheduler_name = true, .volcano_task_spec = false});
+    Value& spec = ensure_object(tmpl, "spec", a);
     put(spec, "hostname", j.name + "-launcher", a);
     put(spec, "subdomain", j.name, a);
     if (json::get_bool(spec, "/hostNetwork").value_or(false)) put(spec, "dnsPolicy", "ClusterFirstWithHostNet", a);
     put(spec, "restartPolicy", pod_restart_policy(j.launcher), a);
-    Value& containers = array_member(spec, "containers", a);
+    Value& containers = ensure_array(spec, "containers", a);
     if (containers.Empty() || !containers[0].IsObject()) {
       return fail(fmt::format("MPIJob {}: spec.mpiReplicaSpecs[Launcher].template.spec.containers is empty", j.name));
     }
     Value& c0 = containers[0];
-    Value& env = array_member(c0, "env", a);
+    Value& env = ensure_array(c0, "env", a);
     for (const auto& [k, v] : launcher_env(j)) env.PushBack(env_var(k, v, a), a);
-    Value& mounts = array_member(c0, "volumeMounts", a);
-    mounts.PushBack(mount("ssh-auth", j.ssh_path, a), a);
-    mounts.PushBack(mount("mpi-job-config", kConfigMountPath, a), a);
-    Value& volumes = array_member(spec, "volumes", a);
+    Value& mounts = ensure_array(c0, "volumeMounts", a);
+    mounts.PushBack(volume_mount("ssh-auth", j.ssh_path, a), a);
+    mounts.PushBack(volume_mount("mpi-job-config", kConfigMountPath, a), a);
+    Value& volumes = ensure_array(spec, "volumes", a);
     volumes.PushBack(ssh_volume(j, a), a);
     volumes.PushBack(config_volume(j, a), a);
     return d;
@@ -840,6 +740,7 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
 
   framework::FrameworkDescriptor d_;
   framework::PluginConfig config_;
+  std::unique_ptr<const gang::Backend> gang_;  // null without --gang-scheduler-name
 };
 
 framework::FrameworkDescriptor make_descriptor() {
@@ -856,7 +757,7 @@ framework::FrameworkDescriptor make_descriptor() {
   d.replica_types = {"Launcher", "Worker"};
   // Exit codes are the launcher Job's business and workers have no ports: no default container.
   d.controller_name = std::string(kOperator);
-  d.replica_type_label = std::string(kLabelJobRole);
+  d.replica_type_label = std::string(job_labels::kJobRole);
   d.metrics_framework = "mpi";
   d.managed_by = {"kubeflow.org/mpi-operator"};
   d.owns_unset_managed_by = true;
@@ -871,17 +772,10 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<MpiV2Plugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_mpi_v2(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<MpiV2Plugin, &make_descriptor>());
 }
 
 }  // namespace unitrain::frameworks::mpi::v2

@@ -362,6 +362,29 @@ TEST_CASE("mpi v2: the launcher template joins the gang") {
   CHECK(json::find(find_object(*n, "jobs.batch")->object.root(), "/spec/template/spec/schedulerName") == nullptr);
 }
 
+// mpi-operator marks its launcher for the gang scheduler unlike training-operator marks pods: the
+// scheduler it names replaces the template's, and Volcano gets no task-spec annotation.
+TEST_CASE("mpi v2: the launcher's gang marking overrides the template's scheduler and adds no task spec") {
+  std::string text(kPi);
+  const std::string at = "        spec:\n          volumes: [{name: data, emptyDir: {}}]";
+  REQUIRE(text.find(at) != std::string::npos);
+  text.replace(text.find(at), at.size(),
+               "        spec:\n          schedulerName: default-scheduler\n          volumes: [{name: data, emptyDir: {}}]");
+  for (const auto& [gang, scheduler] : {std::pair{"volcano", "volcano"}, std::pair{"sched-x", "sched-x"}}) {
+    INFO(gang);
+    auto p = plugin("", gang);
+    Document job = defaulted(text, p);
+    auto objects = p->desired_objects(job.root(), {});
+    REQUIRE(objects);
+    const auto& t = *json::find(find_object(*objects, "jobs.batch")->object.root(), "/spec/template");
+    CHECK(json::get_string(t, "/spec/schedulerName") == std::string_view(scheduler));
+    CHECK(json::find(t, "/metadata/annotations/volcano.sh~1task-spec") == nullptr);
+    const bool volcano = std::string_view(gang) == "volcano";
+    CHECK((json::find(t, "/metadata/annotations/scheduling.k8s.io~1group-name") != nullptr) == volcano);
+    CHECK((json::find(t, "/metadata/labels/scheduling.x-k8s.io~1pod-group") != nullptr) == !volcano);
+  }
+}
+
 TEST_CASE("mpi v2: resuming a suspended launcher Job syncs its scheduling directives") {
   auto p = plugin();
   Document job = defaulted(kPi, p);
