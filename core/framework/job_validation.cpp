@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/api/kubeflow.h"
 #include "core/api/labels.h"
 #include "core/framework/job_spec.h"
 #include "core/framework/json_members.h"
@@ -19,6 +20,18 @@ using api::FieldPath;
 using json::Value;
 
 const std::vector<std::string> kSupportedManagers = {"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"};
+const std::vector<std::string> kCleanPodPolicies = {std::string(api::clean_pod_policy::kAll),
+                                                    std::string(api::clean_pod_policy::kNone),
+                                                    std::string(api::clean_pod_policy::kRunning)};
+constexpr std::string_view kNonnegative = "must be greater than or equal to 0";
+
+void append(api::FieldErrorList& to, const api::FieldErrorList& from) { to.insert(to.end(), from.begin(), from.end()); }
+
+// `field` is `under` or a field inside it ("spec.x[Worker].replicas" is inside "spec.x").
+bool within(std::string_view field, std::string_view under) {
+  if (!field.starts_with(under)) return false;
+  return field.size() == under.size() || field[under.size()] == '.' || field[under.size()] == '[';
+}
 
 }  // namespace
 
@@ -87,6 +100,95 @@ void validate_replica_specs(const FrameworkDescriptor& d, const Value& job, cons
       errs.push_back(FieldError::required(containers_path, fmt::format("must have at least one container with name {}", shown)));
     }
   }
+}
+
+void validate_run_policy(const Value& job, api::FieldErrorList& errs) {
+  auto policy = api::run_policy_of(job);
+  if (!policy) {
+    append(errs, policy.error());
+    return;
+  }
+  const FieldPath path = FieldPath("spec").child("runPolicy");
+  if (const Value* clean = json::find(job, "/spec/runPolicy/cleanPodPolicy")) {
+    if (auto e = clean_pod_policy_error(*clean, path.child("cleanPodPolicy"))) errs.push_back(*e);
+  }
+  auto nonnegative = [&](std::optional<int64_t> v, std::string_view field) {
+    if (v && *v < 0) errs.push_back(FieldError::invalid(path.child(field), *v, std::string(kNonnegative)));
+  };
+  nonnegative(policy->ttl_seconds_after_finished, "ttlSecondsAfterFinished");
+  nonnegative(policy->active_deadline_seconds, "activeDeadlineSeconds");
+  nonnegative(policy->backoff_limit, "backoffLimit");
+}
+
+std::optional<FieldError> clean_pod_policy_error(const Value& value, const FieldPath& path) {
+  if (value.IsNull()) return std::nullopt;
+  if (value.IsString() &&
+      std::find(kCleanPodPolicies.begin(), kCleanPodPolicies.end(), json::view(value)) != kCleanPodPolicies.end())
+    return std::nullopt;
+  return FieldError::not_supported(path, api::FieldValue::of_json(value), kCleanPodPolicies);
+}
+
+void validate_replica_counts(const FrameworkDescriptor& d, const Value& job, api::FieldErrorList& errs) {
+  const FieldPath path = FieldPath("spec").child(d.replica_specs_field);
+  const Value* specs = json_members::member(json_members::member(&job, "spec"), d.replica_specs_field);
+  if (specs == nullptr) return;
+  if (!specs->IsObject()) {
+    errs.push_back(FieldError::invalid(path, api::FieldValue::of_json(*specs), "must be an object"));
+    return;
+  }
+  if (specs->MemberCount() == 0) {
+    errs.push_back(FieldError::required(path, "must have at least one replica spec"));
+    return;
+  }
+  for (const auto& m : specs->GetObject()) {
+    if (m.value.IsNull()) continue;  // a nil spec: the framework reports its missing containers
+    const std::string_view rt(m.name.GetString(), m.name.GetStringLength());
+    auto spec = api::ReplicaSpec::from_json(m.value, path.key(rt));
+    if (!spec) {
+      append(errs, spec.error());
+    } else if (spec->replicas && *spec->replicas < 0) {
+      errs.push_back(FieldError::invalid(path.key(rt).child("replicas"), *spec->replicas, std::string(kNonnegative)));
+    }
+  }
+}
+
+void validate_elastic_replicas(const Value& job, api::FieldErrorList& errs) {
+  const Value* elastic = json_members::member(json_members::member(&job, "spec"), "elasticPolicy");
+  if (elastic == nullptr || !elastic->IsObject()) return;
+  const FieldPath path = FieldPath("spec").child("elasticPolicy");
+  std::optional<int64_t> bounds[2];
+  const std::string_view names[2] = {"minReplicas", "maxReplicas"};
+  for (int i = 0; i < 2; ++i) {
+    const Value* v = json_members::member(elastic, names[i]);
+    if (v == nullptr) continue;
+    if (!v->IsInt()) {
+      errs.push_back(FieldError::invalid(path.child(names[i]), api::FieldValue::of_json(*v), "must be an integer"));
+    } else if (v->GetInt() < 1) {
+      errs.push_back(FieldError::invalid(path.child(names[i]), v->GetInt(), "must be greater than or equal to 1"));
+    } else {
+      bounds[i] = v->GetInt();
+    }
+  }
+  if (bounds[0] && bounds[1] && *bounds[0] > *bounds[1]) {
+    errs.push_back(FieldError::invalid(path.child("maxReplicas"), *bounds[1],
+                                       fmt::format("must be greater than or equal to minReplicas ({})", *bounds[0])));
+  }
+}
+
+void add_unreported(api::FieldErrorList& errs, const api::FieldErrorList& more) {
+  const size_t reported = errs.size();
+  for (const FieldError& e : more) {
+    const bool named = std::any_of(errs.begin(), errs.begin() + static_cast<std::ptrdiff_t>(reported),
+                                   [&](const FieldError& r) { return within(r.field, e.field); });
+    if (!named) errs.push_back(e);
+  }
+}
+
+void validate_common_spec(const FrameworkDescriptor& d, const Value& job, api::FieldErrorList& errs) {
+  api::FieldErrorList more;
+  validate_run_policy(job, more);
+  validate_replica_counts(d, job, more);
+  add_unreported(errs, more);
 }
 
 }  // namespace unitrain::framework

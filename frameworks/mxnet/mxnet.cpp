@@ -11,6 +11,7 @@
 #include "core/api/labels.h"
 #include "core/framework/ascii.h"
 #include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
 #include "core/framework/pod_decoration.h"
@@ -71,50 +72,13 @@ class MXPlugin final : public framework::FrameworkPlugin {
   }
 
   // Upstream validates MXJobs in the reconciler and stops at the first problem; the message
-  // (the detail here) is upstream's. The webhook itself never rejects, it only warns.
+  // (the detail here) is upstream's. The rules every kind gets follow. The webhook upstream
+  // never rejects, it only warns.
   framework::Validation validate(const Value*, const Value& job) const override {
     framework::Validation out;
     out.warnings.emplace_back(kDeprecationWarning);
-    const std::string name = string_at(job, "/metadata/name");
-    if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
-      std::string joined;
-      for (const auto& r : reasons) joined += (joined.empty() ? "" : " ") + r;
-      out.errors.push_back(FieldError::invalid(FieldPath("metadata").child("name"), name, fmt::format("MXJob name is invalid: [{}]", joined)));
-      return out;
-    }
-    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
-    const Value* specs = framework::replica_specs(d_, job);
-    if (specs == nullptr) {
-      out.errors.push_back(FieldError::required(specs_path, "MXJobSpec is not valid"));
-      return out;
-    }
-    for (const auto& m : specs->GetObject()) {
-      const std::string rt(m.name.GetString(), m.name.GetStringLength());
-      const FieldPath containers_path = specs_path.key(rt).child("template").child("spec").child("containers");
-      const Value* containers = framework::containers_of_spec(&m.value);
-      if (containers == nullptr || containers->Empty()) {
-        out.errors.push_back(FieldError::required(containers_path, fmt::format("MXJobSpec is not valid: containers definition expected in {}", rt)));
-        return out;
-      }
-      bool named = false;
-      for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
-        if (string_at((*containers)[i], "/image").empty()) {
-          out.errors.push_back(FieldError::required(containers_path.index(i).child("image"),
-                                                    fmt::format("MXJobSpec is not valid: Image is undefined in the container of {}", rt)));
-          return out;
-        }
-        if (string_at((*containers)[i], "/name") == d_.default_container) named = true;
-      }
-      if (!named) {
-        out.errors.push_back(FieldError::required(
-            containers_path, fmt::format("MXJobSpec is not valid: There is no container named {} in {}", d_.default_container, rt)));
-        return out;
-      }
-    }
-    // Upstream counts Scheduler keys, which a map cannot repeat; we check the replica count.
-    if (const Value* scheduler = member(specs, kScheduler); scheduler != nullptr && replicas_of(scheduler) > 1) {
-      out.errors.push_back(FieldError::forbidden(specs_path.key(kScheduler).child("replicas"), "more than 1 scheduler found"));
-    }
+    first_problem(job, out.errors);
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 
@@ -191,6 +155,50 @@ class MXPlugin final : public framework::FrameworkPlugin {
   }
 
  private:
+  // ValidateV1MXJob: the first problem only.
+  void first_problem(const Value& job, api::FieldErrorList& errs) const {
+    const std::string name = string_at(job, "/metadata/name");
+    if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
+      std::string joined;
+      for (const auto& r : reasons) joined += (joined.empty() ? "" : " ") + r;
+      errs.push_back(FieldError::invalid(FieldPath("metadata").child("name"), name, fmt::format("MXJob name is invalid: [{}]", joined)));
+      return;
+    }
+    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
+    const Value* specs = framework::replica_specs(d_, job);
+    if (specs == nullptr) {
+      errs.push_back(FieldError::required(specs_path, "MXJobSpec is not valid"));
+      return;
+    }
+    for (const auto& m : specs->GetObject()) {
+      const std::string rt(m.name.GetString(), m.name.GetStringLength());
+      const FieldPath containers_path = specs_path.key(rt).child("template").child("spec").child("containers");
+      const Value* containers = framework::containers_of_spec(&m.value);
+      if (containers == nullptr || containers->Empty()) {
+        errs.push_back(FieldError::required(containers_path, fmt::format("MXJobSpec is not valid: containers definition expected in {}", rt)));
+        return;
+      }
+      bool named = false;
+      for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
+        if (string_at((*containers)[i], "/image").empty()) {
+          errs.push_back(FieldError::required(containers_path.index(i).child("image"),
+                                              fmt::format("MXJobSpec is not valid: Image is undefined in the container of {}", rt)));
+          return;
+        }
+        if (string_at((*containers)[i], "/name") == d_.default_container) named = true;
+      }
+      if (!named) {
+        errs.push_back(FieldError::required(
+            containers_path, fmt::format("MXJobSpec is not valid: There is no container named {} in {}", d_.default_container, rt)));
+        return;
+      }
+    }
+    // Upstream counts Scheduler keys, which a map cannot repeat; we check the replica count.
+    if (const Value* scheduler = member(specs, kScheduler); scheduler != nullptr && replicas_of(scheduler) > 1) {
+      errs.push_back(FieldError::forbidden(specs_path.key(kScheduler).child("replicas"), "more than 1 scheduler found"));
+    }
+  }
+
   framework::FrameworkDescriptor d_;
   Deprecation deprecation_;
 };

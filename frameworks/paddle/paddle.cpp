@@ -55,6 +55,7 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
     framework::validate_name(job, out.errors);
     framework::validate_managed_by(old_job, job, out.errors);
     framework::validate_replica_specs(d_, job, {.restrict_types = true, .quote_default_name = true}, out.errors);
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 

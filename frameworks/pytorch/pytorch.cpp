@@ -216,6 +216,8 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
         }
       }
     }
+    framework::validate_elastic_replicas(job, errs);
+    framework::validate_common_spec(d_, job, errs);
     return out;
   }
 

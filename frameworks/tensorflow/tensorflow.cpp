@@ -163,6 +163,7 @@ class TFPlugin final : public framework::FrameworkPlugin {
                                                    "must not have more than 1 Chief or Master role"));
       }
     }
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 

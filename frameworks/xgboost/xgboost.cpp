@@ -70,6 +70,7 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
         errs.push_back(FieldError::required(specs_path.key(kMaster), "must be present"));
       }
     }
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 

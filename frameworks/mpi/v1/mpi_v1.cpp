@@ -307,7 +307,8 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
   }
 
   // ValidateV1MpiJobSpec's rules and messages as field errors (every error, not only the first
-  // one Go's map iteration happens to reach), then the managedBy rules of training-operator v1.9.
+  // one Go's map iteration happens to reach), the managedBy rules of training-operator v1.9, then
+  // the rules every kind gets (both cleanPodPolicy fields among them).
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
     auto& errs = out.errors;
@@ -354,6 +355,12 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
       }
     }
     framework::validate_managed_by(old_job, job, errs);
+    // The deprecated location of cleanPodPolicy counts only while runPolicy's is unset (set_defaults
+    // then copies it there, so the controller reports it under spec.runPolicy).
+    if (const Value* clean = json::find(job, "/spec/cleanPodPolicy"); clean != nullptr && !json::find(job, "/spec/runPolicy/cleanPodPolicy")) {
+      if (auto e = framework::clean_pod_policy_error(*clean, FieldPath("spec").child("cleanPodPolicy"))) errs.push_back(*e);
+    }
+    framework::validate_common_spec(d_, job, errs);
     return out;
   }
 

@@ -17,6 +17,7 @@
 #include "core/api/labels.h"
 #include "core/framework/child_objects.h"
 #include "core/framework/job_labels.h"
+#include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
 #include "core/framework/pod_decoration.h"
@@ -409,6 +410,9 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     if (std::find(kImplementations.begin(), kImplementations.end(), impl) == kImplementations.end()) {
       errs.push_back(FieldError::not_supported(spec.child("mpiImplementation"), impl, kImplementations));
     }
+    // mpi-operator's rules above cover most of these; what they leave (a wrongly typed run
+    // policy or replica count, negative replicas of another replica type) comes from here.
+    framework::validate_common_spec(d_, job, errs);
     return out;
   }
 

@@ -9,23 +9,14 @@
 #include "core/framework/json_members.h"
 #include "core/framework/pod_decoration.h"
 #include "core/json/json.h"
+#include "tests/support/json.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
 namespace members = unitrain::framework::json_members;
 
-namespace {
-
-json::Document parse(std::string_view text) {
-  auto d = json::Document::parse(text);
-  REQUIRE(d);
-  return std::move(*d);
-}
-
-}  // namespace
-
 TEST_CASE("json members: a null member reads as absent, as Go reads null into a pointer") {
-  auto doc = parse(R"({"a":1,"n":null,"s":"x"})");
+  auto doc = unitrain::testing::doc(R"({"a":1,"n":null,"s":"x"})");
   CHECK(members::member(&doc.root(), "a")->GetInt() == 1);
   CHECK(members::member(&doc.root(), "n") == nullptr);
   CHECK(members::member(&doc.root(), "missing") == nullptr);
@@ -35,7 +26,7 @@ TEST_CASE("json members: a null member reads as absent, as Go reads null into a 
 }
 
 TEST_CASE("json members: ensure and put replace a member of the wrong type in place, never duplicate it") {
-  auto doc = parse(R"({"env":null,"ports":"x","keep":{"a":1},"last":true})");
+  auto doc = unitrain::testing::doc(R"({"env":null,"ports":"x","keep":{"a":1},"last":true})");
   auto& a = doc.alloc();
   members::ensure_array(doc.root(), "env", a).PushBack(1, a);
   members::ensure_array(doc.root(), "ports", a);
@@ -62,16 +53,16 @@ TEST_CASE("child objects: apiVersion, kind and metadata in upstream's member ord
 TEST_CASE("pod decoration: master label, default port, env after the user's, nothing added for no env") {
   const fw::FrameworkDescriptor d =
       fw::kubeflow_v1_descriptor("XJob", "xReplicaSpecs", {"Master", "Worker"}, "x", "xjob-port", 1234, "x");
-  auto pod = parse(R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"side"},{"name":"x","env":[{"name":"U"}]}]}})");
+  auto pod = unitrain::testing::doc(R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"side"},{"name":"x","env":[{"name":"U"}]}]}})");
   REQUIRE(fw::decorate_replica_pod(d, pod, true, {{"A", "1"}, {"IP", "", "status.podIP"}}, std::string_view("x")));
   CHECK(pod.dump() ==
         R"({"metadata":{"name":"p","labels":{"training.kubeflow.org/job-role":"master"}},"spec":{"containers":[{"name":"side"},)"
         R"({"name":"x","env":[{"name":"U"},{"name":"A","value":"1"},{"name":"IP","valueFrom":{"fieldRef":{"fieldPath":"status.podIP"}}}],)"
         R"("ports":[{"name":"xjob-port","containerPort":1234}]}]}})");
-  auto plain = parse(R"({"spec":{"containers":[{"name":"x"}]}})");
+  auto plain = unitrain::testing::doc(R"({"spec":{"containers":[{"name":"x"}]}})");
   REQUIRE(fw::decorate_replica_pod(d, plain, false, {}));
   CHECK(plain.dump() == R"({"spec":{"containers":[{"name":"x","ports":[{"name":"xjob-port","containerPort":1234}]}]}})");
-  auto empty = parse(R"({"metadata":{"name":"p"},"spec":{}})");
+  auto empty = unitrain::testing::doc(R"({"metadata":{"name":"p"},"spec":{}})");
   auto failed = fw::decorate_replica_pod(d, empty, false, {});
   REQUIRE_FALSE(failed);
   CHECK(failed.error().message == "pod p: spec.containers is missing");
@@ -79,11 +70,11 @@ TEST_CASE("pod decoration: master label, default port, env after the user's, not
 
 TEST_CASE("job spec: a null or negative replica spec gives no pod slots") {
   const fw::FrameworkDescriptor d = fw::kubeflow_v1_descriptor("XJob", "xReplicaSpecs", {"Master", "Worker"}, "x", "", 0, "x");
-  auto job = parse(R"({"spec":{"xReplicaSpecs":{"Master":null,"Worker":{"replicas":2}}}})");
+  auto job = unitrain::testing::doc(R"({"spec":{"xReplicaSpecs":{"Master":null,"Worker":{"replicas":2}}}})");
   auto slots = fw::pod_slots(d, job.root());
   REQUIRE(slots.size() == 2);
   CHECK(slots[1].replica_type == "Worker");
   CHECK(slots[1].index == 1);
-  auto negative = parse(R"({"spec":{"xReplicaSpecs":{"Worker":{"replicas":-3}}}})");
+  auto negative = unitrain::testing::doc(R"({"spec":{"xReplicaSpecs":{"Worker":{"replicas":-3}}}})");
   CHECK(fw::pod_slots(d, negative.root()).empty());
 }

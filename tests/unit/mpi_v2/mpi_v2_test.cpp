@@ -717,3 +717,25 @@ TEST_CASE("mpi v2: the upstream pi example") {
   CHECK(json::dump(*json::find(pod.root(), "/spec/containers/0/command")) == R"(["/usr/sbin/sshd"])");
   CHECK(json::get_string(pod.root(), "/spec/hostname") == "pi-worker-0");
 }
+
+// mpi-operator already refuses most nonsense (negative Worker replicas, negative limits, unknown
+// cleanPodPolicy), in its own words; the rules every kind gets add what it leaves, never a second
+// complaint about the same field. The same at admission (defaulted, as mpi-operator) and in the
+// controller.
+TEST_CASE("mpi v2: nonsense specs are refused with their field paths") {
+  auto p = plugin();
+  const Document base = yaml(kPi);
+  unitrain::testing::check_refusals(*p, base, {
+      {{R"({"spec":{"mpiReplicaSpecs":{"Worker":{"replicas":-2}}}})"},
+       {"spec.mpiReplicaSpecs[Worker].replicas: Invalid value: -2: must be greater than or equal to 1"}},
+      {{R"({"spec":{"mpiReplicaSpecs":null}})", R"({"spec":{"mpiReplicaSpecs":{}}})"},
+       {"spec.mpiReplicaSpecs[Launcher]: Required value: must have Launcher replica spec"}},
+      {{R"({"spec":{"runPolicy":{"activeDeadlineSeconds":-1,"backoffLimit":-1}}})"},
+       {"spec.runPolicy.activeDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0",
+        "spec.runPolicy.backoffLimit: Invalid value: -1: must be greater than or equal to 0"}},
+      {{R"({"spec":{"runPolicy":{"cleanPodPolicy":"Sometimes"}}})"},
+       {R"(spec.runPolicy.cleanPodPolicy: Unsupported value: "Sometimes": supported values: "All", "None", "Running")"}},
+      {{R"({"spec":{"runPolicy":{"backoffLimit":"3"}}})"},
+       {R"(spec.runPolicy.backoffLimit: Invalid value: "3": must be an integer)"}},
+  });
+}
