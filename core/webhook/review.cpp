@@ -138,6 +138,32 @@ std::string review_reply(std::string_view api_version, std::string_view kind, st
   return out.dump();
 }
 
+// The part every review shares: JSON, the envelope of `kind` in `api_version`, a request object
+// with a non-empty uid. Errors carry the uid once it is read and start with `malformed`.
+struct Request {
+  json::Document review;
+  const Value* request = nullptr;
+  std::string uid;
+};
+Result<Request, ReviewError> read_request(std::string_view body, std::string_view api_version, std::string_view kind,
+                                          std::string_view malformed) {
+  auto refuse = [&](const std::string& problem) -> Result<Request, ReviewError> {
+    return fail(ReviewError{"", std::string(malformed) + problem});
+  };
+  auto parsed = json::Document::parse(body);
+  if (!parsed) return refuse(parsed.error().message);
+  Request out{std::move(*parsed), nullptr, {}};
+  if (auto e = envelope_problem(out.review.root(), api_version, kind)) return refuse(*e);
+  const Value* request = member(out.review.root(), "request");
+  if (request == nullptr) return refuse(FieldError::required(FieldPath("request")).to_string());
+  if (!request->IsObject()) return refuse(wrong_type(FieldPath("request"), *request, "an object").to_string());
+  auto uid = required_string(*request, "uid", FieldPath("request").child("uid"));
+  if (!uid) return refuse(uid.error().to_string());
+  out.request = request;
+  out.uid = std::move(*uid);
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(Operation op) {
@@ -151,21 +177,15 @@ std::string_view to_string(Operation op) {
 }
 
 Result<AdmissionRequest, ReviewError> parse_admission_review(std::string_view body, const AdmissionTarget& target) {
+  auto read = read_request(body, kAdmissionReviewApiVersion, "AdmissionReview", kMalformedAdmission);
+  if (!read) return fail(std::move(read.error()));
   AdmissionRequest out;
+  out.review = std::move(read->review);
+  out.uid = std::move(read->uid);
+  const Value* request = read->request;
   auto refuse = [&](const std::string& problem) -> Result<AdmissionRequest, ReviewError> {
     return fail(ReviewError{out.uid, std::string(kMalformedAdmission) + problem});
   };
-  auto parsed = json::Document::parse(body);
-  if (!parsed) return fail(ReviewError{"", std::string(kMalformedAdmission) + parsed.error().message});
-  out.review = std::move(*parsed);
-  const Value& root = out.review.root();
-  if (auto e = envelope_problem(root, kAdmissionReviewApiVersion, "AdmissionReview")) return refuse(*e);
-  const Value* request = member(root, "request");
-  if (request == nullptr) return refuse(FieldError::required(FieldPath("request")).to_string());
-  if (!request->IsObject()) return refuse(wrong_type(FieldPath("request"), *request, "an object").to_string());
-  auto uid = required_string(*request, "uid", FieldPath("request").child("uid"));
-  if (!uid) return refuse(uid.error().to_string());
-  out.uid = std::move(*uid);
 
   const FieldPath op_path = FieldPath("request").child("operation");
   auto op = required_string(*request, "operation", op_path);
@@ -212,21 +232,15 @@ std::string admission_review_refusal(std::string_view uid, std::string_view mess
 }
 
 Result<ConversionRequest, ReviewError> parse_conversion_review(std::string_view body) {
+  auto read = read_request(body, kConversionReviewApiVersion, "ConversionReview", kMalformedConversion);
+  if (!read) return fail(std::move(read.error()));
   ConversionRequest out;
+  out.review = std::move(read->review);
+  out.uid = std::move(read->uid);
+  const Value* request = read->request;
   auto refuse = [&](const std::string& problem) -> Result<ConversionRequest, ReviewError> {
     return fail(ReviewError{out.uid, std::string(kMalformedConversion) + problem});
   };
-  auto parsed = json::Document::parse(body);
-  if (!parsed) return fail(ReviewError{"", std::string(kMalformedConversion) + parsed.error().message});
-  out.review = std::move(*parsed);
-  const Value& root = out.review.root();
-  if (auto e = envelope_problem(root, kConversionReviewApiVersion, "ConversionReview")) return refuse(*e);
-  const Value* request = member(root, "request");
-  if (request == nullptr) return refuse(FieldError::required(FieldPath("request")).to_string());
-  if (!request->IsObject()) return refuse(wrong_type(FieldPath("request"), *request, "an object").to_string());
-  auto uid = required_string(*request, "uid", FieldPath("request").child("uid"));
-  if (!uid) return refuse(uid.error().to_string());
-  out.uid = std::move(*uid);
 
   const FieldPath desired_path = FieldPath("request").child("desiredAPIVersion");
   auto desired = required_string(*request, "desiredAPIVersion", desired_path);
