@@ -1,8 +1,7 @@
 // MPIJob v2beta1 hooks, following mpi-operator v0.8.2 (defaults, validation order and messages,
-// object names, env, volumes, status). Deliberate departures are listed in docs/compatibility.md.
+// object names, env, volumes, status); job_view.h reads the job and its children, objects.h builds
+// what it owns. Deliberate departures are listed in docs/compatibility.md.
 #include <algorithm>
-#include <initializer_list>
-#include <utility>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,7 +14,6 @@
 #include "core/api/field_errors.h"
 #include "core/api/kubeflow.h"
 #include "core/api/labels.h"
-#include "core/framework/child_objects.h"
 #include "core/framework/job_labels.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
@@ -24,8 +22,9 @@
 #include "core/framework/registry.h"
 #include "core/gang/gang.h"
 #include "core/json/json.h"
+#include "frameworks/mpi/v2/job_view.h"
+#include "frameworks/mpi/v2/objects.h"
 #include "frameworks/mpi/v2/register.h"
-#include "frameworks/mpi/v2/ssh_key.h"
 
 namespace unitrain::frameworks::mpi::v2 {
 namespace {
@@ -36,15 +35,9 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using json::Allocator;
 using json::Document;
 using json::Value;
 
-constexpr std::string_view kLauncher = "Launcher";
-constexpr std::string_view kWorker = "Worker";
-constexpr std::string_view kOperator = "mpi-operator";
-constexpr std::string_view kDefaultSshPath = "/root/.ssh";
-constexpr std::string_view kConfigMountPath = "/etc/mpi";
 constexpr std::size_t kMaxMessage = 1024;
 
 const std::vector<std::string> kRestartPolicies = {"Never", "OnFailure"};
@@ -59,238 +52,6 @@ using framework::json_members::member;
 using framework::json_members::put;
 using framework::volume_mount;
 using json::string_at;
-
-std::string label_of(const Value& obj, std::string_view key) {
-  return string_at(obj, "/metadata/labels/" + json::escape_pointer_token(key));
-}
-
-Value env_var(std::string_view name, std::string_view value, Allocator& a) {
-  return framework::env_var_json({std::string(name), std::string(value)}, a);
-}
-
-// ---- reading the job -------------------------------------------------------------------------
-
-struct JobView {
-  std::string name, ns, uid;
-  int32_t slots = 1;
-  bool launcher_as_worker = false;
-  bool suspended = false;
-  std::string implementation = "OpenMPI";
-  std::string ssh_path = std::string(kDefaultSshPath);
-  std::string creation_policy = "AtStartup";
-  const Value* launcher = nullptr;
-  const Value* worker = nullptr;
-  int32_t workers = 0;
-};
-
-const Value* replica_spec(const Value& job, std::string_view rt) {
-  return member(json::find(job, "/spec/mpiReplicaSpecs"), rt);
-}
-
-JobView view(const Value& job) {
-  JobView v;
-  v.name = string_at(job, "/metadata/name");
-  v.ns = string_at(job, "/metadata/namespace");
-  v.uid = string_at(job, "/metadata/uid");
-  v.slots = static_cast<int32_t>(json::get_int(job, "/spec/slotsPerWorker").value_or(1));
-  v.launcher_as_worker = json::get_bool(job, "/spec/runLauncherAsWorker").value_or(false);
-  v.suspended = json::get_bool(job, "/spec/runPolicy/suspend").value_or(false);
-  if (auto s = string_at(job, "/spec/mpiImplementation"); !s.empty()) v.implementation = s;
-  if (auto s = string_at(job, "/spec/sshAuthMountPath"); !s.empty()) v.ssh_path = s;
-  if (auto s = string_at(job, "/spec/launcherCreationPolicy"); !s.empty()) v.creation_policy = s;
-  v.launcher = replica_spec(job, kLauncher);
-  v.worker = replica_spec(job, kWorker);
-  if (v.worker != nullptr) v.workers = static_cast<int32_t>(json::get_int(*v.worker, "/replicas").value_or(0));
-  return v;
-}
-
-std::string service_domain(const JobView& j, const std::string& cluster_domain) {
-  std::string d = j.name + "." + j.ns + ".svc";
-  if (!cluster_domain.empty()) d += "." + cluster_domain;
-  return d;
-}
-
-// ---- observed children -----------------------------------------------------------------------
-
-const Value* launcher_job(const JobView& j, const Observed& observed) {
-  auto it = observed.owned.find("jobs.batch");
-  if (it == observed.owned.end()) return nullptr;
-  for (const Value* job : it->second) {
-    if (job != nullptr && string_at(*job, "/metadata/name") == j.name + "-launcher") return job;
-  }
-  return nullptr;
-}
-
-// The condition of `type` with status True in obj.status.conditions (a Job's, a pod's), or null.
-const Value* condition(const Value* obj, std::string_view type) {
-  if (obj == nullptr) return nullptr;
-  const Value* conds = json::find(*obj, "/status/conditions");
-  if (conds == nullptr || !conds->IsArray()) return nullptr;
-  for (const auto& c : conds->GetArray()) {
-    if (string_at(c, "/type") == type && string_at(c, "/status") == "True") return &c;
-  }
-  return nullptr;
-}
-bool job_complete(const Value* job) { return condition(job, "Complete") != nullptr; }
-bool job_failed(const Value* job) { return condition(job, "Failed") != nullptr; }
-
-std::vector<const Value*> worker_pods(const JobView& j, const Observed& observed) {
-  std::vector<const Value*> out;
-  for (const Value* pod : observed.pods) {
-    if (pod == nullptr || label_of(*pod, job_labels::kJobRole) != "worker") continue;
-    if (auto owner = label_of(*pod, job_labels::kJobName); !owner.empty() && owner != j.name) continue;
-    out.push_back(pod);
-  }
-  std::sort(out.begin(), out.end(), [](const Value* a, const Value* b) {
-    return string_at(*a, "/metadata/name") < string_at(*b, "/metadata/name");
-  });
-  return out;
-}
-
-// Pods of the launcher Job: the core hands them over as owned["pods/jobs.batch"]; without that
-// key, the job's own pod list is searched. Either way a pod counts when it is labelled launcher
-// and, if the Job's uid is known, controlled by that Job.
-std::vector<const Value*> launcher_pods(const JobView& j, const Value* launcher, const Observed& observed) {
-  std::vector<const Value*> out;
-  if (launcher == nullptr) return out;
-  const std::string uid = string_at(*launcher, "/metadata/uid");
-  auto owned = observed.owned.find("pods/jobs.batch");
-  const std::vector<const Value*>& candidates = owned != observed.owned.end() ? owned->second : observed.pods;
-  for (const Value* pod : candidates) {
-    if (pod == nullptr || label_of(*pod, job_labels::kJobRole) != "launcher") continue;
-    if (auto owner = label_of(*pod, job_labels::kJobName); !owner.empty() && owner != j.name) continue;
-    if (!uid.empty()) {
-      bool controlled = false;
-      if (const Value* refs = json::find(*pod, "/metadata/ownerReferences"); refs != nullptr && refs->IsArray()) {
-        for (const auto& r : refs->GetArray()) {
-          if (string_at(r, "/uid") == uid && json::get_bool(r, "/controller").value_or(false)) controlled = true;
-        }
-      }
-      if (!controlled) continue;
-    }
-    out.push_back(pod);
-  }
-  return out;
-}
-
-bool pod_ready(const Value& pod) { return condition(&pod, "Ready") != nullptr; }
-
-// ---- objects ---------------------------------------------------------------------------------
-
-Value ssh_volume(const JobView& j, Allocator& a) {
-  Value items(rapidjson::kArrayType);
-  using Item = std::pair<const char*, const char*>;
-  for (auto [key, path] : std::initializer_list<Item>{{"ssh-privatekey", "id_rsa"}, {"ssh-publickey", "id_rsa.pub"}, {"ssh-publickey", "authorized_keys"}}) {
-    Value item(rapidjson::kObjectType);
-    item.AddMember("key", json::str(key, a), a);
-    item.AddMember("path", json::str(path, a), a);
-    items.PushBack(item, a);
-  }
-  Value secret(rapidjson::kObjectType);
-  secret.AddMember("secretName", json::str(j.name + "-ssh", a), a);
-  secret.AddMember("items", items, a);
-  // 0600 only at the root default path: OpenSSH refuses group/world-readable keys there, and
-  // upstream leaves other paths at the API default so non-root users keep read access.
-  if (j.ssh_path == kDefaultSshPath) secret.AddMember("defaultMode", Value(0600), a);
-  Value v(rapidjson::kObjectType);
-  v.AddMember("name", "ssh-auth", a);
-  v.AddMember("secret", secret, a);
-  return v;
-}
-
-Value config_volume(const JobView& j, Allocator& a) {
-  return framework::config_map_volume("mpi-job-config", j.name + "-config", {{"hostfile", 0444}, {"discover_hosts.sh", 0555}}, a);
-}
-
-// An object named `name` in the job's namespace, labelled app=<job> as mpi-operator labels them.
-Document child(const JobView& j, std::string_view api_version, std::string_view kind, std::string_view name) {
-  return framework::child_object(api_version, kind, name, j.ns, {{"app", j.name}});
-}
-
-std::string host_line(const JobView& j, const std::string& host, const std::string& domain) {
-  if (j.implementation == "OpenMPI") return fmt::format("{}.{} slots={}\n", host, domain, j.slots);
-  return fmt::format("{}.{}:{}\n", host, domain, j.slots);
-}
-
-Document service(const JobView& j) {
-  Document d = child(j, "v1", "Service", j.name);
-  auto& a = d.alloc();
-  Value& r = d.root();
-  Value spec(rapidjson::kObjectType);
-  spec.AddMember("clusterIP", "None", a);
-  Value sel(rapidjson::kObjectType);
-  sel.AddMember(json::str(job_labels::kJobName, a), json::str(j.name, a), a);
-  sel.AddMember(json::str(job_labels::kOperatorName, a), json::str(kOperator, a), a);
-  spec.AddMember("selector", sel, a);
-  // Written only when true: the API server omits the false default, so comparing stays stable.
-  if (j.launcher_as_worker) spec.AddMember("publishNotReadyAddresses", true, a);
-  r.AddMember("spec", spec, a);
-  return d;
-}
-
-Document config_map(const JobView& j, const std::string& cluster_domain, const Observed& observed) {
-  const std::string domain = service_domain(j, cluster_domain);
-  std::string hostfile;
-  std::string discover = "#!/bin/sh\n";
-  if (j.launcher_as_worker) {
-    hostfile += host_line(j, j.name + "-launcher", domain);
-    discover += fmt::format("echo {}-launcher.{}\n", j.name, domain);
-  }
-  for (int32_t i = 0; i < j.workers; ++i) hostfile += host_line(j, fmt::format("{}-worker-{}", j.name, i), domain);
-  for (const Value* pod : worker_pods(j, observed)) {
-    if (string_at(*pod, "/status/phase") != "Running") continue;
-    discover += fmt::format("echo {}.{}\n", string_at(*pod, "/metadata/name"), domain);
-  }
-  Document d = child(j, "v1", "ConfigMap", j.name + "-config");
-  auto& a = d.alloc();
-  Value& r = d.root();
-  Value data(rapidjson::kObjectType);
-  data.AddMember("discover_hosts.sh", json::str(discover, a), a);
-  data.AddMember("hostfile", json::str(hostfile, a), a);
-  r.AddMember("data", data, a);
-  return d;
-}
-
-Result<Document> ssh_secret(const JobView& j) {
-  auto key = generate_ssh_key();
-  if (!key) return fail(key.error());
-  Document d = child(j, "v1", "Secret", j.name + "-ssh");
-  auto& a = d.alloc();
-  Value& r = d.root();
-  r.AddMember("type", "kubernetes.io/ssh-auth", a);
-  Value data(rapidjson::kObjectType);
-  data.AddMember("ssh-privatekey", json::str(base64(key->private_key_pem), a), a);
-  data.AddMember("ssh-publickey", json::str(base64(key->authorized_key), a), a);
-  r.AddMember("data", data, a);
-  return d;
-}
-
-std::vector<std::pair<std::string, std::string>> launcher_env(const JobView& j) {
-  std::vector<std::pair<std::string, std::string>> env{{"K_MPI_JOB_ROLE", "launcher"}};
-  const std::string slots = std::to_string(j.slots);
-  if (j.implementation == "OpenMPI") {
-    env.insert(env.end(), {{"OMPI_MCA_orte_keep_fqdn_hostnames", "true"},
-                           {"OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"},
-                           {"OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"},
-                           {"OMPI_MCA_orte_set_default_slots", slots}});
-  } else if (j.implementation == "Intel") {
-    env.insert(env.end(), {{"I_MPI_HYDRA_HOST_FILE", "/etc/mpi/hostfile"},
-                           {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "-o ConnectionAttempts=10"},
-                           {"I_MPI_PERHOST", slots}});
-  } else if (j.implementation == "MPICH") {
-    env.insert(env.end(), {{"HYDRA_HOST_FILE", "/etc/mpi/hostfile"}, {"HYDRA_LAUNCH_EXTRA_ARGS", "-o ConnectionAttempts=10"}});
-  }
-  if (!j.launcher_as_worker) {
-    // Keeps the NVIDIA container runtime from exposing GPUs to a launcher that is not a worker.
-    env.insert(env.end(), {{"NVIDIA_VISIBLE_DEVICES", ""}, {"NVIDIA_DRIVER_CAPABILITIES", ""}});
-  }
-  return env;
-}
-
-std::string pod_restart_policy(const Value* spec) {
-  std::string p = spec != nullptr ? string_at(*spec, "/restartPolicy") : std::string();
-  return p == "ExitCode" ? "Never" : p;
-}
 
 class MpiV2Plugin final : public framework::FrameworkPlugin,
                           public framework::LauncherOrdering,
@@ -512,7 +273,7 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     }
 
     if (launcher != nullptr || launcher_may_start(job, observed)) {
-      auto tmpl = launcher_template(j);
+      auto tmpl = launcher_template(j, gang_.get());
       if (!tmpl) return fail(tmpl.error());
       Document d = child(j, "batch/v1", "Job", j.name + "-launcher");
       auto& a = d.alloc();
@@ -690,58 +451,6 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
   }
 
  private:
-  // The launcher pod template, as mpi-operator builds it: a deep copy of the Launcher template
-  // plus the job labels, an owner reference, hostname and subdomain (so workers resolve it through
-  // the job's Service), the MPI implementation's env, and the SSH and config volumes.
-  Result<Document> launcher_template(const JobView& j) const {
-    if (j.launcher == nullptr) return fail(fmt::format("MPIJob {}: spec.mpiReplicaSpecs[Launcher] is missing", j.name));
-    Document d = Document::object();
-    auto& a = d.alloc();
-    Value& tmpl = d.root();
-    if (const Value* t = member(j.launcher, "template"); t != nullptr && t->IsObject()) tmpl.CopyFrom(*t, a);
-    Value& meta = ensure_object(tmpl, "metadata", a);
-    Value& labels = ensure_object(meta, "labels", a);
-    put(labels, job_labels::kOperatorName, kOperator, a);
-    put(labels, job_labels::kJobName, j.name, a);
-    put(labels, job_labels::kJobRole, "launcher", a);
-    if (j.launcher_as_worker) put(labels, job_labels::kReplicaIndex, "0", a);
-    if (!j.uid.empty()) {
-      Value owner(rapidjson::kObjectType);
-      owner.AddMember("apiVersion", "kubeflow.org/v2beta1", a);
-      owner.AddMember("kind", "MPIJob", a);
-      owner.AddMember("name", json::str(j.name, a), a);
-      owner.AddMember("uid", json::str(j.uid, a), a);
-      owner.AddMember("controller", true, a);
-      owner.AddMember("blockOwnerDeletion", true, a);
-      Value owners(rapidjson::kArrayType);
-      owners.PushBack(owner, a);
-      put(meta, "ownerReferences", std::move(owners), a);
-    }
-    // The launcher pod joins the job's PodGroup like the workers. The core marks slot pods only,
-    // and this template is not one; mpi-operator names the gang scheduler on it whatever the
-    // template says and adds no Volcano task-spec.
-    if (gang_) gang_->decorate_pod(d, j.name, "launcher", {.force_scheduler_name = true, .volcano_task_spec = false});
-    Value& spec = ensure_object(tmpl, "spec", a);
-    put(spec, "hostname", j.name + "-launcher", a);
-    put(spec, "subdomain", j.name, a);
-    if (json::get_bool(spec, "/hostNetwork").value_or(false)) put(spec, "dnsPolicy", "ClusterFirstWithHostNet", a);
-    put(spec, "restartPolicy", pod_restart_policy(j.launcher), a);
-    Value& containers = ensure_array(spec, "containers", a);
-    if (containers.Empty() || !containers[0].IsObject()) {
-      return fail(fmt::format("MPIJob {}: spec.mpiReplicaSpecs[Launcher].template.spec.containers is empty", j.name));
-    }
-    Value& c0 = containers[0];
-    Value& env = ensure_array(c0, "env", a);
-    for (const auto& [k, v] : launcher_env(j)) env.PushBack(env_var(k, v, a), a);
-    Value& mounts = ensure_array(c0, "volumeMounts", a);
-    mounts.PushBack(volume_mount("ssh-auth", j.ssh_path, a), a);
-    mounts.PushBack(volume_mount("mpi-job-config", kConfigMountPath, a), a);
-    Value& volumes = ensure_array(spec, "volumes", a);
-    volumes.PushBack(ssh_volume(j, a), a);
-    volumes.PushBack(config_volume(j, a), a);
-    return d;
-  }
-
   framework::FrameworkDescriptor d_;
   framework::PluginConfig config_;
   std::unique_ptr<const gang::Backend> gang_;  // null without --gang-scheduler-name
