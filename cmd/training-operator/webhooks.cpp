@@ -8,31 +8,38 @@
 
 namespace unitrain::operator_cmd {
 
-OperatorWebhooks::OperatorWebhooks(kube::Client& client, WebhookOptions options)
-    : options_(std::move(options)), certs_(std::make_unique<webhook::CertManager>(client, options_.certs)) {}
+OperatorWebhooks::OperatorWebhooks(kube::Client& client, std::vector<const framework::FrameworkPlugin*> plugins,
+                                   const framework::Registry& registry, WebhookOptions options)
+    : client_(client), options_(std::move(options)), handler_(std::move(plugins), registry, options_.handler) {
+  options_.certs.crds = handler_.conversion_crds();
+  certs_ = std::make_unique<webhook::CertManager>(client_, options_.certs);
+}
 
-Result<std::unique_ptr<OperatorWebhooks>> OperatorWebhooks::start(
-    kube::Client& client, std::vector<std::unique_ptr<framework::FrameworkPlugin>> plugins,
-    const framework::Registry& registry, WebhookOptions options) {
-  std::unique_ptr<OperatorWebhooks> w(new OperatorWebhooks(client, std::move(options)));
-  w->plugins_ = std::move(plugins);
-  std::vector<const framework::FrameworkPlugin*> raw;
-  for (const auto& p : w->plugins_) raw.push_back(p.get());
-  w->handler_ = std::make_unique<webhook::Handler>(raw, registry, w->options_.handler);
-  const webhook::Handler* handler = w->handler_.get();
-  auto server = HttpServer::start_tls(w->options_.host, w->options_.port, [handler](const HttpRequest& r) -> HttpReply {
+OperatorWebhooks::~OperatorWebhooks() { stop(); }
+
+Status OperatorWebhooks::start(std::stop_token) {
+  if (options_.create_secret_namespace) {
+    auto ns = json::Document::parse(fmt::format(R"({{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{}"}}}})",
+                                                options_.certs.secret_namespace));
+    auto created = client_.create({"", "v1", "namespaces"}, "", ns->root());
+    if (!created && !created.error().is(kube::ApiError::Reason::AlreadyExists))
+      return fail(fmt::format("namespace {} for the webhook Secret: {}", options_.certs.secret_namespace,
+                              created.error().to_string()));
+  }
+  const webhook::Handler* handler = &handler_;
+  auto server = HttpServer::start_tls(options_.host, options_.port, [handler](const HttpRequest& r) -> HttpReply {
     if (r.method != "POST") return HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};
     auto reply = handler->handle(r.path, r.body);
     return HttpReply{reply.status, reply.content_type, std::move(reply.body)};
   });
   if (!server) return fail(fmt::format("--webhook-server-port: {}", server.error().message));
-  w->server_ = std::move(*server);
-  OperatorWebhooks* self = w.get();
-  w->thread_ = std::thread([self] { self->run(); });
-  return w;
+  server_ = std::move(*server);
+  spdlog::info("--webhook-server-port serving HTTPS on port {}", server_->port());
+  thread_ = std::thread([this] { keep_certificates(); });
+  return {};
 }
 
-OperatorWebhooks::~OperatorWebhooks() {
+void OperatorWebhooks::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -42,9 +49,11 @@ OperatorWebhooks::~OperatorWebhooks() {
   if (server_) server_->stop();
 }
 
-bool OperatorWebhooks::wait_ready(std::chrono::milliseconds timeout) const {
+Status OperatorWebhooks::wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return ready_.load() || stopping_; }) && ready_.load();
+  if (cv_.wait_for(lock, stopping, timeout, [&] { return ready_.load() || stopping_; }) && ready_.load()) return {};
+  if (stopping.stop_requested() || stopping_) return fail("stopped while waiting for the webhook certificates");
+  return fail(fmt::format("webhook certificates are not ready after {} s", timeout.count()));
 }
 
 std::string OperatorWebhooks::ca_cert() const {
@@ -52,7 +61,7 @@ std::string OperatorWebhooks::ca_cert() const {
   return current_.ca_cert;
 }
 
-void OperatorWebhooks::run() {
+void OperatorWebhooks::keep_certificates() {
   // Check often enough that a rotation lands well inside the lookahead window.
   const auto interval = std::clamp<std::chrono::seconds>(options_.certs.lookahead / 4, std::chrono::seconds(1),
                                                          std::chrono::hours(12));

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "cmd/training-operator/http_server.h"
 #include "core/framework/registry.h"
 #include "core/kube/client.h"
+#include "core/manager/manager.h"
 #include "core/webhook/cert_manager.h"
 #include "core/webhook/handler.h"
 
@@ -23,39 +26,46 @@ namespace unitrain::operator_cmd {
 struct WebhookOptions {
   std::string host;  // "" every interface
   uint16_t port = 9443;
-  webhook::CertManagerOptions certs;
+  webhook::CertManagerOptions certs;  // the CRDs that get the caBundle follow from the handler
   webhook::HandlerOptions handler;
+  // Create the Secret's namespace when missing (an embedded cluster starts without it).
+  bool create_secret_namespace = false;
 };
 
-class OperatorWebhooks {
+class OperatorWebhooks final : public manager::Runnable {
  public:
-  // Starts serving at once; the TLS handshake succeeds once the first certificates are in hand.
-  static Result<std::unique_ptr<OperatorWebhooks>> start(kube::Client& client,
-                                                         std::vector<std::unique_ptr<framework::FrameworkPlugin>> plugins,
-                                                         const framework::Registry& registry, WebhookOptions options);
-  ~OperatorWebhooks();
+  // `plugins` are the enabled modules' plugins, the very objects the controllers run (they must
+  // outlive this); nothing serves before start().
+  OperatorWebhooks(kube::Client& client, std::vector<const framework::FrameworkPlugin*> plugins,
+                   const framework::Registry& registry, WebhookOptions options);
+  ~OperatorWebhooks() override;
   OperatorWebhooks(const OperatorWebhooks&) = delete;
   OperatorWebhooks& operator=(const OperatorWebhooks&) = delete;
 
+  // Starts serving and keeping the certificates; the TLS handshake succeeds once the first
+  // certificates are in hand.
+  Status start(std::stop_token stopping) override;
+  void stop() override;
+
   bool certificates_ready() const { return ready_.load(); }
-  bool wait_ready(std::chrono::milliseconds timeout) const;
-  uint16_t port() const { return server_->port(); }
-  const webhook::Handler& handler() const { return *handler_; }
+  // Waits for the first certificates; fails after `timeout` or when `stopping` is requested.
+  Status wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const;
+  uint16_t port() const { return server_ ? server_->port() : 0; }
+  const webhook::Handler& handler() const { return handler_; }
   // The CA the served certificate chains to (PEM); empty before certificates_ready().
   std::string ca_cert() const;
 
  private:
-  OperatorWebhooks(kube::Client& client, WebhookOptions options);
-  void run();
+  void keep_certificates();
 
+  kube::Client& client_;
   WebhookOptions options_;
-  std::vector<std::unique_ptr<framework::FrameworkPlugin>> plugins_;
-  std::unique_ptr<webhook::Handler> handler_;
+  webhook::Handler handler_;
   std::unique_ptr<webhook::CertManager> certs_;
   std::unique_ptr<HttpServer> server_;
   std::atomic<bool> ready_{false};
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  mutable std::condition_variable_any cv_;
   bool stopping_ = false;
   webhook::CertBundle current_;
   std::thread thread_;

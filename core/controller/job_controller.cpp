@@ -975,8 +975,9 @@ bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
 }
 
 void JobController::stop() {
-  // Without workers nobody would take the queued keys: a follower just drops them.
-  if (workers_started_.exchange(false)) {
+  // Without workers nobody would take the queued keys: a follower just drops them, and so does a
+  // leader whose caches never synced (its workers leave without taking a key).
+  if (workers_started_.exchange(false) && wait_for_sync(std::chrono::milliseconds(0))) {
     queue_.shut_down_with_drain(std::chrono::seconds(30));
   } else {
     queue_.shut_down();

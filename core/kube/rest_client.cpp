@@ -1,6 +1,8 @@
 #include "core/kube/rest_client.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -337,13 +339,26 @@ std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& p, std::
 
 RestClient::RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t)
     : cfg_(std::move(cfg)), opts_(std::move(opts)), transport_(std::move(t)), limiter_(cfg_.qps, cfg_.burst) {
-  if (!opts_.sleep) opts_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  if (!opts_.sleep) {
+    opts_.sleep = [stop = opts_.stop](std::chrono::milliseconds d) {
+      std::mutex mu;
+      std::condition_variable_any cv;
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, d, [] { return false; });
+    };
+  }
 }
 
 Result<std::unique_ptr<RestClient>> RestClient::create(const RestConfig& cfg, RestClientOptions opts) {
   auto t = Transport::create(cfg, opts.transport);
   if (!t) return fail(t.error());
   return std::unique_ptr<RestClient>(new RestClient(cfg, std::move(opts), std::move(*t)));
+}
+
+bool RestClient::wait_to_retry(std::chrono::milliseconds delay) {
+  if (opts_.stop.stop_requested()) return false;
+  opts_.sleep(delay);
+  return !opts_.stop.stop_requested();
 }
 
 ApiResult<http::Response> RestClient::execute(const http::Request& req) {
@@ -353,10 +368,7 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req) {
     if (!r) {
       AttemptOutcome o;
       o.transport_error = &r.error();
-      if (auto d = retry_delay(opts_.retry, req.method, attempt, o)) {
-        opts_.sleep(*d);
-        continue;
-      }
+      if (auto d = retry_delay(opts_.retry, req.method, attempt, o); d && wait_to_retry(*d)) continue;
       return fail(from_transport_error(r.error()));
     }
     if (r->status >= 200 && r->status < 300) return std::move(*r);
@@ -364,10 +376,7 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req) {
     AttemptOutcome o;
     o.status = r->status;
     if (ra_header) o.retry_after = http::parse_retry_after(*ra_header);
-    if (auto d = retry_delay(opts_.retry, req.method, attempt, o)) {
-      opts_.sleep(*d);
-      continue;
-    }
+    if (auto d = retry_delay(opts_.retry, req.method, attempt, o); d && wait_to_retry(*d)) continue;
     ApiError e = decode_status(r->status, r->body, ra_header);
     return fail(std::move(e));
   }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,9 @@ struct RestClientOptions {
   TransportOptions transport;
   // How retries wait; tests replace it to run without sleeping.
   std::function<void(std::chrono::milliseconds)> sleep;
+  // Once stop is requested, a failed attempt is no longer retried and a retry wait (the default
+  // sleep) ends at once: a stopping process is not held up by an API server that is gone.
+  std::stop_token stop;
 };
 
 class RestClient final : public Client {
@@ -96,6 +100,8 @@ class RestClient final : public Client {
   RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
   // Limiter + retries; a 2xx response or the decoded failure.
   ApiResult<http::Response> execute(const http::Request& req);
+  // Waits `delay` before a retry; false (retry no more) once stop is requested.
+  bool wait_to_retry(std::chrono::milliseconds delay);
   ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},
                                          std::string content_type = {});
   ApiResult<json::Document> put_object(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,

@@ -35,7 +35,7 @@ done
 t0=$SECONDS
 kill -TERM "$op"
 wait "$op"; rc=$?
-[[ $rc == 0 ]] || fail "exit $rc after SIGTERM (1: the 30 s watchdog fired)"
+[[ $rc == 0 ]] || fail "exit $rc after SIGTERM (1: the 30 s graceful-stop bound ran out)"
 echo "ok: SIGTERM with $depth job(s) queued; stopped in $((SECONDS - t0)) s"
 for i in $(seq $jobs); do
   n=$(k get pods -l "training.kubeflow.org/job-name=drain-$i" --no-headers 2>/dev/null | wc -l)

@@ -254,3 +254,74 @@ TEST_CASE("controller: start_caches syncs without reconciling; start() then reco
     CHECK(client.writes().empty());
   }
 }
+
+namespace {
+// Services cannot be listed (as when a CRD is missing): that informer never syncs.
+class ServicesUnlistable final : public kube::Client {
+ public:
+  explicit ServicesUnlistable(kube::Client& inner) : inner_(inner) {}
+  kube::ApiResult<Document> get(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name) override {
+    return inner_.get(r, ns, name);
+  }
+  kube::ApiResult<Document> list(const kube::GroupVersionResource& r, std::string_view ns,
+                                 const kube::ListOptions& opts) override {
+    if (r == kServices) {
+      kube::ApiError e;
+      e.reason = kube::ApiError::Reason::NotFound;
+      e.code = 404;
+      e.message = "the server could not find the requested resource";
+      return unitrain::fail(std::move(e));
+    }
+    return inner_.list(r, ns, opts);
+  }
+  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj) override {
+    return inner_.create(r, ns, obj);
+  }
+  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj) override {
+    return inner_.update(r, ns, obj);
+  }
+  kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns,
+                                          const json::Value& obj) override {
+    return inner_.update_status(r, ns, obj);
+  }
+  kube::ApiResult<Document> patch(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                  kube::PatchType type, std::string_view body, const kube::PatchOptions& opts = {},
+                                  std::string_view subresource = {}) override {
+    return inner_.patch(r, ns, name, type, body, opts, subresource);
+  }
+  kube::ApiResult<Document> remove(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                   const kube::DeleteOptions& opts = {}) override {
+    return inner_.remove(r, ns, name, opts);
+  }
+  kube::ApiResult<Document> delete_collection(const kube::GroupVersionResource& r, std::string_view ns,
+                                              const kube::ListOptions& selector,
+                                              const kube::DeleteOptions& opts = {}) override {
+    return inner_.delete_collection(r, ns, selector, opts);
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(const kube::GroupVersionResource& r, std::string_view ns,
+                                                            const kube::WatchOptions& opts) override {
+    return inner_.watch(r, ns, opts);
+  }
+
+ private:
+  kube::Client& inner_;
+};
+}  // namespace
+
+TEST_CASE("controller: stop() of a leader whose caches never synced is prompt") {
+  kube::FakeClient client;
+  kube::RealClock clock;
+  RecordingSink events;
+  client.seed(kJobs, echo_job("unsynced", 2).root());
+  client.clear_writes();
+  ServicesUnlistable no_services(client);
+  c::JobController controller(no_services, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+  controller.start();
+  REQUIRE(eventually([&] { return controller.queue_metrics().depth == 1; }));
+  CHECK_FALSE(controller.wait_for_sync(std::chrono::milliseconds(0)));
+  auto t0 = std::chrono::steady_clock::now();
+  controller.stop();
+  // A drain would wait its full 30 s: the workers wait for synced caches and never take the key.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  CHECK(client.writes().empty());
+}

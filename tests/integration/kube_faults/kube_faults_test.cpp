@@ -293,6 +293,44 @@ TEST_CASE("429 waits Retry-After for any verb; 500 backs off for reads only", "[
   }
 }
 
+TEST_CASE("once stop is requested, failures are returned without retry and a retry wait ends", "[rest][retry][stop]") {
+  lc::LocalCluster cluster{{}};
+  REQUIRE(cluster.start());
+  std::stop_source stop;
+  kube::RestConfig cfg;
+  cfg.scheme = "http";
+  cfg.host = "127.0.0.1";
+  cfg.port = cluster.port();
+  cfg.qps = -1;
+  cfg.timeout = 10s;
+  kube::RestClientOptions o;
+  o.stop = stop.get_token();
+  auto client = kube::RestClient::create(cfg, std::move(o));
+  REQUIRE(client);
+  REQUIRE((*client)->create(kConfigMaps, "default", cm("s").root()));
+  cluster.faults().configure(
+      faults(R"({"rules":[{"verbs":"GET","resources":"configmaps","error429":1,"retryAfterSeconds":60}]})"));
+
+  SECTION("a stop requested before the call") {
+    stop.request_stop();
+    auto r = (*client)->get(kConfigMaps, "default", "s");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().is(Reason::TooManyRequests));
+    CHECK(cluster.faults().counts()["429"] == 1);  // one attempt, no retry
+  }
+  SECTION("a stop requested while the call waits out a 60 s Retry-After") {
+    std::optional<kube::ApiResult<json::Document>> r;
+    std::thread caller([&] { r = (*client)->get(kConfigMaps, "default", "s"); });
+    REQUIRE(eventually([&] { return cluster.faults().counts()["429"] == 1; }));
+    stop.request_stop();
+    caller.join();  // without the stop: 60 s per retry
+    REQUIRE(r);
+    REQUIRE_FALSE(*r);
+    CHECK(r->error().is(Reason::TooManyRequests));
+    CHECK(cluster.faults().counts()["429"] == 1);
+  }
+}
+
 TEST_CASE("a dropped connection is retried for GET only", "[rest][drop]") {
   lc::LocalCluster cluster{{}};
   REQUIRE(cluster.start());

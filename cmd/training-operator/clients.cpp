@@ -1,0 +1,26 @@
+#include "cmd/training-operator/clients.h"
+
+#include <fmt/format.h>
+
+namespace unitrain::operator_cmd {
+
+Result<std::unique_ptr<ApiClients>> ApiClients::create(const kube::RestConfig& rest, std::stop_token stopping) {
+  kube::RestClientOptions main_options;
+  main_options.stop = stopping;
+  auto main = kube::RestClient::create(rest, main_options);
+  if (!main) return fail(fmt::format("API client for {}: {}", rest.server_url(), main.error().message));
+  // Leader election gets its own client without retries (controller-runtime also gives it a
+  // separate one): a renewal that waits out the shared client's backoff against an unreachable
+  // server would hold up the lease's release, and a failed attempt is simply tried again next
+  // retry period.
+  kube::RestClientOptions election_options;
+  election_options.retry.max_retries = 0;
+  election_options.transport.connect_timeout = std::chrono::seconds(2);
+  kube::RestConfig election_rest = rest;
+  election_rest.timeout = std::chrono::seconds(5);
+  auto election = kube::RestClient::create(election_rest, election_options);
+  if (!election) return fail(fmt::format("API client for {}: {}", rest.server_url(), election.error().message));
+  return std::unique_ptr<ApiClients>(new ApiClients(std::move(*main), std::move(*election)));
+}
+
+}  // namespace unitrain::operator_cmd

@@ -1,0 +1,48 @@
+// The enabled frameworks as the operator runs them: each module's plugin is built once, with the
+// whole configuration the flags give it (options, gang scheduler, cluster domain), and runs in
+// its JobController, with an event recorder of its own. The webhook server borrows the same
+// plugin objects (plugins()), so admission and reconciliation can never see two configurations.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cmd/training-operator/flags.h"
+#include "core/base/result.h"
+#include "core/controller/job_controller.h"
+#include "core/framework/plugin.h"
+#include "core/framework/registry.h"
+#include "core/kube/client.h"
+#include "core/kube/clock.h"
+#include "core/kube/event_recorder.h"
+
+namespace unitrain::operator_cmd {
+
+class Controllers {
+ public:
+  struct Framework {
+    std::string name;                           // canonical, "kubeflow.org/pytorchjob"
+    std::string controller_name;                // "pytorchjob-controller"
+    const framework::FrameworkPlugin* plugin;   // owned by `controller`
+    std::unique_ptr<kube::EventRecorder> recorder;
+    std::unique_ptr<controller::EventSink> events;  // `recorder` as the controller's sink
+    std::unique_ptr<controller::JobController> controller;
+  };
+
+  // One Framework per enabled name (flags.enabled), in that order. `identity` names this replica
+  // in the events it records.
+  static Result<std::unique_ptr<Controllers>> create(const framework::Registry& registry, const Flags& flags,
+                                                     kube::Client& client, kube::Clock& clock,
+                                                     const std::string& identity);
+
+  std::vector<Framework>& all() { return frameworks_; }
+  // The plugins for the webhook server: valid as long as this object lives.
+  std::vector<const framework::FrameworkPlugin*> plugins() const;
+
+ private:
+  Controllers() = default;
+  std::vector<Framework> frameworks_;
+};
+
+}  // namespace unitrain::operator_cmd

@@ -1,0 +1,327 @@
+#include "cmd/training-operator/flags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "cmd/training-operator/http_server.h"
+#include "cmd/training-operator/logging.h"
+#include "core/api/labels.h"
+#include "core/webhook/handler.h"
+
+namespace unitrain::operator_cmd {
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// CLI11 validators over apimachinery's name rules; CLI11 prefixes the flag name to the message.
+CLI::Validator kube_name(std::vector<std::string> (*rule)(std::string_view), const char* what) {
+  return CLI::Validator(
+      [rule, what](const std::string& v) -> std::string {
+        auto errors = rule(v);
+        return errors.empty() ? std::string() : fmt::format("\"{}\" is not a valid {}: {}", v, what, errors.front());
+      },
+      "NAME", what);
+}
+
+CLI::Validator duration_check() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return parse_duration(v) ? std::string() : "must be a positive number of h, m or s, not \"" + v + "\"";
+      },
+      "DURATION", "duration");
+}
+
+// Gang scheduling backends: "volcano" (any case, as upstream compares it) or the schedulerName of a
+// scheduler-plugins scheduler, which pods carry in spec.schedulerName (a DNS-1123 subdomain).
+std::string check_gang_scheduler(const std::string& v) {
+  if (v.empty() || lower(v) == "volcano") return {};
+  auto errors = api::validate_dns1123_subdomain(v);
+  return errors.empty() ? std::string()
+                        : fmt::format("\"{}\" is neither volcano nor a valid scheduler name: {}", v, errors.front());
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "training-operator: %s\n", message.c_str());
+  return kUsageError;
+}
+
+// The relations client-go's leaderelection checks (and kube::LeaderElector::create, jitter 1.2).
+std::string check_election_timing(const Flags& f) {
+  const auto lease = *parse_duration(f.leader_elect_lease_duration);
+  const auto renew = *parse_duration(f.leader_elect_renew_deadline);
+  const auto retry = *parse_duration(f.leader_elect_retry_period);
+  if (lease <= renew)
+    return fmt::format("--leader-elect-lease-duration ({}) must be greater than --leader-elect-renew-deadline ({})",
+                       f.leader_elect_lease_duration, f.leader_elect_renew_deadline);
+  if (static_cast<double>(renew.count()) <= 1.2 * static_cast<double>(retry.count()))
+    return fmt::format("--leader-elect-renew-deadline ({}) must be greater than 1.2 times --leader-elect-retry-period ({})",
+                       f.leader_elect_renew_deadline, f.leader_elect_retry_period);
+  return {};
+}
+
+Result<std::vector<std::string>> resolve_enabled(const Flags& f, const framework::Registry& registry) {
+  const auto eo = enablement_options(f);
+  std::vector<std::string> schemes = f.enable_scheme;
+  if (schemes.empty()) {
+    // Every framework, but a kind served by several modules only in its default version: each
+    // version alone has a single-version CRD; both at once are asked for by name (or '*').
+    schemes.push_back("*");
+    for (const auto& reg : registry.all()) {
+      auto it = eo.default_version.find(lower(reg.descriptor.kind));
+      if (it != eo.default_version.end() && it->second != reg.descriptor.version) schemes.push_back("-" + reg.descriptor.name);
+    }
+  }
+  auto enabled = registry.resolve(schemes, eo);
+  if (!enabled) return fail("--enable-scheme: " + enabled.error().message);
+  if (enabled->empty()) return fail(std::string("--enable-scheme: no framework left enabled"));
+  return std::move(*enabled);
+}
+
+}  // namespace
+
+std::optional<std::chrono::seconds> parse_duration(const std::string& v) {
+  if (v.size() < 2) return std::nullopt;
+  const char unit = v.back();
+  const std::string digits = v.substr(0, v.size() - 1);
+  if (!std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 9) return std::nullopt;
+  const long n = std::stol(digits);
+  if (n <= 0) return std::nullopt;
+  if (unit == 'h') return std::chrono::hours(n);
+  if (unit == 'm') return std::chrono::minutes(n);
+  if (unit == 's') return std::chrono::seconds(n);
+  return std::nullopt;
+}
+
+Result<Flags, int> parse_flags(int argc, const char* const* argv, const framework::Registry& registry) {
+  Flags f;
+  if (auto ns = env("KUBEFLOW_NAMESPACE"); !ns.empty()) f.namespaces = {ns};
+  if (auto ns = env("MY_POD_NAMESPACE"); !ns.empty()) f.webhook_namespace = ns;
+  f.cluster_domain = env("CUSTOM_CLUSTER_DOMAIN");
+
+  CLI::App app{"Unitrain training operator: runs Kubeflow training jobs (PyTorchJob, MPIJob, ...)"};
+  app.get_formatter()->column_width(44);
+  app.add_option("--enable-scheme", f.enable_scheme,
+                 "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
+                 "Default: all, MPIJob only in --mpi-default-version. Accepted: " +
+                     fmt::format("{}", fmt::join(registry.accepted_names(), ", ")));
+  app.add_option("--gang-scheduler-name", f.gang_scheduler_name,
+                 "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling")
+      ->check(CLI::Validator(check_gang_scheduler, "NAME", "gang scheduler"));
+  app.add_option("--namespace", f.namespaces,
+                 "Namespace(s) to watch; repeatable. Default: $KUBEFLOW_NAMESPACE, else all namespaces")
+      ->check(kube_name(api::validate_dns1123_label, "namespace"));
+  app.add_option("--controller-threads", f.controller_threads, "Reconcile workers per framework controller")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_flag("--leader-elect", f.leader_elect,
+               "Use a coordination.k8s.io Lease so only one replica reconciles (--leader-elect=false to disable)");
+  app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader-election Lease")
+      ->capture_default_str()->check(kube_name(api::validate_dns1123_subdomain, "Lease name"));
+  app.add_option("--leader-election-namespace", f.leader_election_namespace,
+                 "Namespace of the Lease (default: the namespace of the kubeconfig context / pod)")
+      ->check(kube_name(api::validate_dns1123_label, "namespace"));
+  app.add_option("--leader-elect-lease-duration", f.leader_elect_lease_duration,
+                 "How long followers wait after the last renewal before taking the Lease over")
+      ->capture_default_str()->check(duration_check());
+  app.add_option("--leader-elect-renew-deadline", f.leader_elect_renew_deadline,
+                 "How long the leader keeps trying to renew before it stops leading; less than the lease duration")
+      ->capture_default_str()->check(duration_check());
+  app.add_option("--leader-elect-retry-period", f.leader_elect_retry_period,
+                 "Interval between acquire and renew attempts (with up to 1.2x jitter for candidates); "
+                 "1.2x it must be less than the renew deadline")
+      ->capture_default_str()->check(duration_check());
+  app.add_option("--metrics-bind-address", f.metrics_bind_address,
+                 "host:port of the Prometheus /metrics endpoint; '0' disables it")->capture_default_str();
+  app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
+                 "host:port of /healthz and /readyz; '0' disables them")->capture_default_str();
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--kube-api-qps", f.kube_api_qps, "Client-side QPS limit towards the API server")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--kube-api-burst", f.kube_api_burst, "Client-side burst towards the API server")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--zap-log-level", f.zap_log_level,
+                 "Log level: debug, info, warn, error, dpanic, panic, fatal, or an integer verbosity > 0")
+      ->capture_default_str()->check(CLI::Validator(check_zap_level, "LEVEL", "zap level"));
+  app.add_option("--log-format", f.log_format, "Log format: json or text")
+      ->capture_default_str()->check(CLI::IsMember({"json", "text"}));
+  app.add_option("--mpi-default-version", f.mpi_default_version,
+                 "MPIJob version the bare kind 'MPIJob' means in --enable-scheme, and, with both MPIJob "
+                 "versions enabled, the one whose controller takes jobs without spec.runPolicy.managedBy: "
+                 "v2beta1 or v1")
+      ->capture_default_str()->check(CLI::IsMember({"v2beta1", "v1"}));
+  auto* embedded = app.add_option("--embedded-cluster", f.embedded_cluster,
+                                  "Start a local cluster in-process (optionally on ADDR, host:port), install "
+                                  "the enabled frameworks' CRDs and print 'kubeconfig <path>' on stdout")
+                       ->expected(0, 1);
+  app.add_option("--crd-dir", f.crd_dir, "Directory with the CRD YAMLs for --embedded-cluster "
+                                         "(default: <bin>/../../manifests/crds)");
+  app.add_option("--kubeconfig-out", f.kubeconfig_out,
+                 "Where --embedded-cluster writes its kubeconfig (default: $TMPDIR/unitrain-operator-<pid>/kubeconfig)");
+  app.add_flag("!--disable-webhooks", f.enable_webhooks,
+               "Do not serve admission and conversion webhooks (no certificates, no Secret)");
+  auto* webhook_port = app.add_option("--webhook-server-port", f.webhook_server_port,
+                                      "HTTPS port of the webhook server (with --embedded-cluster: on 127.0.0.1, "
+                                      "a free port unless given)")
+                           ->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--webhook-service-name", f.webhook_service_name,
+                 "Service in front of the webhook server; the certificate names <name>.<namespace>.svc")
+      ->capture_default_str();
+  app.add_option("--webhook-namespace", f.webhook_namespace,
+                 "Namespace of that Service and of the certificate Secret (default: $MY_POD_NAMESPACE, else kubeflow)")
+      ->capture_default_str();
+  app.add_option("--webhook-secret-name", f.webhook_secret_name, "Secret holding the webhook CA and certificate")
+      ->capture_default_str();
+  app.add_option("--webhook-cert-validity", f.webhook_cert_validity,
+                 "Validity of generated webhook certificates (e.g. 87600h, 30m, 90s); they are replaced when a "
+                 "quarter of it (at most 90 days) remains")
+      ->capture_default_str()->check(duration_check());
+  app.add_flag("--webhook-persist-defaults", f.webhook_persist_defaults,
+               "Have the defaulting webhooks write each framework's defaults into new jobs (the reference "
+               "operators apply them in memory only)");
+  for (const auto& reg : registry.all()) {
+    for (const auto& o : reg.options) {
+      f.framework_options[o.name] = o.default_value;
+      app.add_option("--" + o.name, f.framework_options[o.name], fmt::format("[{}] {}", reg.descriptor.kind, o.help))
+          ->capture_default_str();
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return fail(app.exit(e));
+  } catch (const CLI::CallForAllHelp& e) {
+    return fail(app.exit(e));
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "training-operator: %s\nRun with --help for the list of flags.\n", e.what());
+    return fail(kUsageError);
+  }
+  f.embedded = embedded->count() > 0;
+  f.webhook_port_given = webhook_port->count() > 0;
+  if (auto why = check_election_timing(f); !why.empty()) return fail(usage_error(why));
+  auto enabled = resolve_enabled(f, registry);
+  if (!enabled) return fail(usage_error(enabled.error().message));
+  f.enabled = std::move(*enabled);
+  for (const auto& [flag, value] : {std::pair{"--metrics-bind-address", &f.metrics_bind_address},
+                                    std::pair{"--health-probe-bind-address", &f.health_probe_bind_address},
+                                    std::pair{"--embedded-cluster", &f.embedded_cluster}}) {
+    // "0" disables an endpoint; an empty --embedded-cluster picks a free local port.
+    if (*value == "0" || value->empty()) continue;
+    if (auto hp = parse_bind_address(flag, *value); !hp) return fail(usage_error(hp.error().message));
+  }
+  return f;
+}
+
+void log_configuration(const Flags& f) {
+  spdlog::info("enabled frameworks: {}", fmt::join(f.enabled, ", "));
+  spdlog::info("watching {}", f.namespaces.empty() ? std::string("all namespaces")
+                                                   : fmt::format("namespace(s) {}", fmt::join(f.namespaces, ", ")));
+  spdlog::debug("controller-threads={} leader-elect={} leader-election-id={} kube-api-qps={} kube-api-burst={} "
+                "gang-scheduler-name=\"{}\" mpi-default-version={}",
+                f.controller_threads, f.leader_elect, f.leader_election_id, f.kube_api_qps, f.kube_api_burst,
+                f.gang_scheduler_name, f.mpi_default_version);
+}
+
+framework::EnablementOptions enablement_options(const Flags& f) {
+  framework::EnablementOptions eo;
+  eo.default_version["mpijob"] = f.mpi_default_version;
+  return eo;
+}
+
+framework::PluginConfig plugin_config(const Flags& f, const framework::Registration& registration) {
+  framework::PluginConfig pc;
+  for (const auto& o : registration.options) pc.options[o.name] = f.framework_options.at(o.name);
+  pc.gang_scheduler_name = f.gang_scheduler_name;
+  pc.cluster_domain = f.cluster_domain;
+  return pc;
+}
+
+controller::JobControllerOptions controller_options(const Flags& f, const framework::Registry& registry,
+                                                    const std::string& framework_name) {
+  controller::JobControllerOptions jo;
+  jo.namespaces = f.namespaces;
+  jo.workers = f.controller_threads;
+  jo.owns_unset_managed_by = registry.owns_unset_managed_by(framework_name, f.enabled, enablement_options(f));
+  return jo;
+}
+
+kube::RestConfig rest_options(const Flags& f, kube::RestConfig rest) {
+  rest.qps = f.kube_api_qps;
+  rest.burst = f.kube_api_burst;
+  return rest;
+}
+
+kube::LeaderElectionConfig election_options(const Flags& f, const std::string& default_namespace,
+                                            const std::string& identity) {
+  kube::LeaderElectionConfig lc;
+  lc.lease_namespace = f.leader_election_namespace.empty() ? default_namespace : f.leader_election_namespace;
+  lc.lease_name = f.leader_election_id;
+  lc.identity = identity;
+  lc.lease_duration = *parse_duration(f.leader_elect_lease_duration);
+  lc.renew_deadline = *parse_duration(f.leader_elect_renew_deadline);
+  lc.retry_period = *parse_duration(f.leader_elect_retry_period);
+  lc.on_new_leader = [](const std::string& who) { spdlog::info("leader is now {}", who); };
+  return lc;
+}
+
+WebhookOptions webhook_options(const Flags& f, bool embedded) {
+  WebhookOptions wo;
+  wo.port = static_cast<uint16_t>(f.webhook_server_port);
+  const auto validity = *parse_duration(f.webhook_cert_validity);
+  wo.certs.cert.service_name = f.webhook_service_name;
+  wo.certs.cert.service_namespace = f.webhook_namespace;
+  wo.certs.cert.validity = validity;
+  wo.certs.secret_namespace = f.webhook_namespace;
+  wo.certs.secret_name = f.webhook_secret_name;
+  wo.certs.lookahead = webhook::default_lookahead(validity);
+  wo.certs.validating_configurations = {std::string(webhook::kValidatingConfigurationName)};
+  wo.certs.mutating_configurations = {std::string(webhook::kMutatingConfigurationName)};
+  wo.handler.persist_defaults = f.webhook_persist_defaults;
+  if (embedded) {
+    // The local API server calls the operator on this host: a url, so no Service is needed.
+    wo.host = "127.0.0.1";
+    if (!f.webhook_port_given) wo.port = 0;
+    wo.certs.cert.ip_addresses = {"127.0.0.1"};
+    wo.create_secret_namespace = true;
+  }
+  return wo;
+}
+
+manager::ManagerOptions manager_options(const Flags& f) {
+  manager::ManagerOptions mo;
+  mo.leader_election = f.leader_elect;
+  // Kubernetes sends SIGKILL after the pod's terminationGracePeriodSeconds (40 s in
+  // manifests/base); the stop normally takes well under a second.
+  mo.graceful_shutdown_timeout = std::chrono::seconds(30);
+  mo.observer = [](const manager::Transition& t) {
+    using Kind = manager::Transition::Kind;
+    if (!t.error.empty()) {
+      spdlog::warn("stopping {}: {}", t.name, t.error);
+    } else if (t.kind == Kind::Started && t.leadership == manager::Leadership::Needed) {
+      spdlog::info("started {}", t.name);
+    } else {
+      spdlog::debug("{} {} in {} ms", t.kind == Kind::Started ? "started" : "stopped", t.name, t.took.count());
+    }
+  };
+  return mo;
+}
+
+}  // namespace unitrain::operator_cmd

@@ -1,0 +1,132 @@
+// The parts cmd/training-operator wires together, built from a command line as main() builds
+// them, with a framework that exists only in this test and reports the configuration its plugin
+// was built with.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cmd/training-operator/controllers.h"
+#include "cmd/training-operator/flags.h"
+#include "cmd/training-operator/webhooks.h"
+#include "core/framework/registry.h"
+#include "core/kube/clock.h"
+#include "core/kube/fake_client.h"
+#include "tests/support/eventually.h"
+
+namespace fw = unitrain::framework;
+namespace json = unitrain::json;
+namespace kube = unitrain::kube;
+namespace op = unitrain::operator_cmd;
+using unitrain::testing::eventually;
+
+namespace {
+
+const kube::GroupVersionResource kConfigJobs{"test.unitrain.io", "v1", "configjobs"};
+const kube::GroupVersionResource kPods{"", "v1", "pods"};
+constexpr const char* kSeenAnnotation = "test.unitrain.io/plugin";
+
+fw::FrameworkDescriptor config_descriptor() {
+  fw::FrameworkDescriptor d;
+  d.name = "test.unitrain.io/configjob";
+  d.group = "test.unitrain.io";
+  d.version = "v1";
+  d.kind = "ConfigJob";
+  d.plural = "configjobs";
+  d.singular = "configjob";
+  d.replica_specs_field = "configReplicaSpecs";
+  d.replica_types = {"Worker"};
+  d.default_container = "main";
+  d.controller_name = "configjob-controller";
+  d.managed_by = {"kubeflow.org/training-operator"};
+  d.gang_holds_pod_creation = false;  // no Volcano here to admit the PodGroup
+  return d;
+}
+
+// Says which object it is and what it was built with, through both paths: a validation warning
+// (webhooks) and a pod annotation (controller).
+class ConfigEchoPlugin final : public fw::FrameworkPlugin {
+ public:
+  ConfigEchoPlugin(fw::FrameworkDescriptor d, const fw::PluginConfig& c)
+      : d_(std::move(d)),
+        seen_(fmt::format("plugin {} image={} gang={} domain={}", static_cast<const void*>(this),
+                          c.option("configjob-image"), c.gang_scheduler_name, c.cluster_domain)) {}
+  const fw::FrameworkDescriptor& descriptor() const override { return d_; }
+  void set_defaults(json::Document&) const override {}
+  fw::Validation validate(const json::Value*, const json::Value&) const override {
+    fw::Validation v;
+    v.warnings.push_back(seen_);
+    return v;
+  }
+  std::vector<fw::PodSlot> pod_slots(const json::Value&) const override { return {{"Worker", 0}}; }
+  unitrain::Status decorate_pod(const json::Value&, const fw::PodSlot&, json::Document& pod) const override {
+    return json::set_string(pod, "/metadata/annotations/" + json::escape_pointer_token(kSeenAnnotation), seen_);
+  }
+  unitrain::Result<std::vector<fw::DesiredObject>> desired_objects(const json::Value&, const fw::Observed&) const override {
+    return std::vector<fw::DesiredObject>{};
+  }
+  fw::StatusProposal compute_status(const json::Value&, const fw::Observed&) const override { return {}; }
+
+ private:
+  fw::FrameworkDescriptor d_;
+  std::string seen_;
+};
+
+constexpr std::string_view kJob =
+    R"({"apiVersion":"test.unitrain.io/v1","kind":"ConfigJob","metadata":{"name":"job","namespace":"default"},)"
+    R"("spec":{"configReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"main","image":"x"}]}}}}}})";
+
+}  // namespace
+
+TEST_CASE("webhooks and controllers share each framework's one plugin, built with the whole configuration") {
+  fw::Registry registry;
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin, config_descriptor>(
+      {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
+  const char* argv[] = {"training-operator", "--gang-scheduler-name", "volcano", "--configjob-image", "my-image"};
+  auto flags = op::parse_flags(5, argv, registry);
+  REQUIRE(flags);
+  REQUIRE(flags->enabled == std::vector<std::string>{"test.unitrain.io/configjob"});
+
+  kube::FakeClient client;
+  kube::RealClock clock;
+  auto controllers = op::Controllers::create(registry, *flags, client, clock, "replica-1");
+  REQUIRE(controllers);
+  REQUIRE((*controllers)->all().size() == 1);
+  op::OperatorWebhooks webhooks(client, (*controllers)->plugins(), registry, op::webhook_options(*flags, false));
+
+  // The webhook path: the validating webhook's warning.
+  std::string validate_path;
+  for (const auto& e : webhooks.handler().endpoints())
+    if (e.type == unitrain::webhook::WebhookType::Validating) validate_path = e.path;
+  REQUIRE_FALSE(validate_path.empty());
+  auto reply = webhooks.handler().handle(
+      validate_path, fmt::format(R"({{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{)"
+                                 R"("uid":"u-1","operation":"CREATE","name":"job","namespace":"default","object":{}}}}})",
+                                 kJob));
+  REQUIRE(reply.status == 200);
+  auto review = json::Document::parse(reply.body);
+  REQUIRE(review);
+  const std::string webhook_saw(json::get_string(review->root(), "/response/warnings/0").value_or(""));
+  CHECK_THAT(webhook_saw, Catch::EndsWith("image=my-image gang=volcano domain=cluster.example"));
+
+  // The controller path: the annotation on the pod it created.
+  REQUIRE(client.seed(kConfigJobs, json::Document::parse(kJob)->root()).root().IsObject());
+  auto& controller = *(*controllers)->all().front().controller;
+  controller.start();
+  std::string controller_saw;
+  REQUIRE(eventually([&] {
+    auto pods = client.list(kPods, "default", {});
+    if (!pods) return false;
+    const json::Value* items = json::find(pods->root(), "/items");
+    if (items == nullptr || !items->IsArray() || items->Empty()) return false;
+    controller_saw = std::string(
+        json::get_string((*items)[0], "/metadata/annotations/" + json::escape_pointer_token(kSeenAnnotation)).value_or(""));
+    return true;
+  }));
+  controller.stop();
+  // The same object (its address is in the text) with the same configuration.
+  CHECK(controller_saw == webhook_saw);
+}
