@@ -41,7 +41,7 @@ policies=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubefl
            -o jsonpath='{.webhooks[*].matchPolicy}' | tr ' ' '\n' | sort -u)
 [[ $policies == Exact ]] || fail "mutating webhooks have matchPolicy '$policies', not only Exact"
 
-review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"kubeflow.org","version":"v1","kind":"PyTorchJob"},"resource":{"group":"kubeflow.org","version":"v1","resource":"pytorchjobs"},"operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
 call() { curl -sS --max-time 5 --cacert "$1" "https://127.0.0.1:$port$2" -H 'Content-Type: application/json' -d "$3"; }
 out=$(call "$work/ca.pem" /validate-kubeflow-org-v1-pytorchjob "$review") || fail "validating webhook call"
 grep -q '"allowed":false' <<<"$out" && grep -q '"field":"spec.pytorchReplicaSpecs"' <<<"$out" \

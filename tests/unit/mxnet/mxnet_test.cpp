@@ -150,3 +150,29 @@ TEST_CASE("mxnet: upstream example mxjob_dist_v1.yaml") {
         R"({"name":"DMLC_NUM_SERVER","value":"1"},{"name":"DMLC_NUM_WORKER","value":"1"},{"name":"DMLC_ROLE","value":"scheduler"},)"
         R"({"name":"DMLC_USE_KUBERNETES","value":"1"}])");
 }
+
+// Specs upstream accepts and then never runs: refused with field paths, the same at admission and
+// in the controller (after upstream's own first-problem check).
+TEST_CASE("mxnet: nonsense specs are refused with their field paths") {
+  auto p = plugin();
+  const Document base = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: MXJob
+metadata: {name: mx, namespace: ml}
+spec:
+  jobMode: MXTrain
+  mxReplicaSpecs:
+    Scheduler: {replicas: 1, template: {spec: {containers: [{name: mxnet, image: m}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: mxnet, image: m}]}}}
+)");
+  unitrain::testing::check_refusals(*p, base, {
+      {{R"({"spec":{"mxReplicaSpecs":{"Worker":{"replicas":-2}}}})"},
+       {"spec.mxReplicaSpecs[Worker].replicas: Invalid value: -2: must be greater than or equal to 0"}},
+      {{R"({"spec":{"mxReplicaSpecs":null}})", R"({"spec":{"mxReplicaSpecs":{}}})"},
+       {"spec.mxReplicaSpecs: Required value: must have at least one replica spec"}},
+      {{R"({"spec":{"runPolicy":{"activeDeadlineSeconds":-1}}})"},
+       {"spec.runPolicy.activeDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0"}},
+      {{R"({"spec":{"runPolicy":{"cleanPodPolicy":"Done"}}})"},
+       {R"(spec.runPolicy.cleanPodPolicy: Unsupported value: "Done": supported values: "All", "None", "Running")"}},
+  });
+}

@@ -134,3 +134,28 @@ TEST_CASE("paddle: upstream example simple-cpu.yaml (collective mode)") {
   CHECK(json::get_string(w1.root(), "/spec/containers/0/env/3/value") == "paddle-simple-cpu-worker-0:37777");
   CHECK_FALSE(json::find(w1.root(), "/metadata/labels/training.kubeflow.org~1job-role"));
 }
+
+// Specs upstream accepts and then never runs: refused with field paths, the same at admission and
+// in the controller.
+TEST_CASE("paddle: nonsense specs are refused with their field paths") {
+  auto p = plugin();
+  const Document base = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PaddleJob
+metadata: {name: pd, namespace: ml}
+spec:
+  paddleReplicaSpecs:
+    Worker: {replicas: 2, template: {spec: {containers: [{name: paddle, image: p}]}}}
+)");
+  unitrain::testing::check_refusals(*p, base, {
+      {{R"({"spec":{"paddleReplicaSpecs":{"Worker":{"replicas":-4}}}})"},
+       {"spec.paddleReplicaSpecs[Worker].replicas: Invalid value: -4: must be greater than or equal to 0"}},
+      {{R"({"spec":{"paddleReplicaSpecs":null}})", R"({"spec":{"paddleReplicaSpecs":{}}})"},
+       {"spec.paddleReplicaSpecs: Required value: must have at least one replica spec"}},
+      {{R"({"spec":{"runPolicy":{"backoffLimit":-1,"ttlSecondsAfterFinished":-10}}})"},
+       {"spec.runPolicy.ttlSecondsAfterFinished: Invalid value: -10: must be greater than or equal to 0",
+        "spec.runPolicy.backoffLimit: Invalid value: -1: must be greater than or equal to 0"}},
+      {{R"({"spec":{"runPolicy":{"cleanPodPolicy":"Never"}}})"},
+       {R"(spec.runPolicy.cleanPodPolicy: Unsupported value: "Never": supported values: "All", "None", "Running")"}},
+  });
+}
