@@ -337,6 +337,35 @@ void default_builtin(const ResourceInfo& r, Document& d, std::mt19937_64& rng) {
   }
 }
 
+// kube-apiserver's rule for a batch/v1 Job update: the pod template is immutable, except that a
+// Job that is suspended and has never started (no status.startTime) may change its scheduling
+// directives: template labels and annotations, nodeSelector, tolerations, schedulingGates and
+// affinity.nodeAffinity (what Kueue and mpi-operator rewrite before they unsuspend a Job).
+std::vector<FieldError> job_template_update_errors(const Value& old_job, const Value& new_job) {
+  const Value* before = json::find(old_job, "/spec/template");
+  const Value* after = json::find(new_job, "/spec/template");
+  if (before == nullptr || after == nullptr) return {};
+  Document comparable = Document::copy_of(*before);
+  const bool suspended = json::get_bool(old_job, "/spec/suspend").value_or(false);
+  const bool started = json::find(old_job, "/status/startTime") != nullptr;
+  if (suspended && !started) {
+    auto take = [&](std::string_view pointer) {
+      if (const Value* v = json::find(*after, pointer)) (void)json::set(comparable, pointer, Value(*v, comparable.alloc()));
+      else json::remove(comparable, pointer);
+    };
+    for (std::string_view p : {"/metadata/labels", "/metadata/annotations", "/spec/nodeSelector", "/spec/tolerations",
+                               "/spec/schedulingGates", "/spec/affinity/nodeAffinity"})
+      take(p);
+    // An affinity left with nothing but the node affinity may go away entirely.
+    if (const Value* aff = json::find(comparable.root(), "/spec/affinity"); aff != nullptr && aff->IsObject() &&
+                                                                          aff->ObjectEmpty() &&
+                                                                          json::find(*after, "/spec/affinity") == nullptr)
+      json::remove(comparable, "/spec/affinity");
+  }
+  if (json::equal(comparable.root(), *after)) return {};
+  return {invalid_value(std::string("spec.template"), *after, "field is immutable")};
+}
+
 // Job selector generation needs the uid, so it runs on create only.
 void default_job_selector(Document& d) {
   if (json::get_bool(d.root(), "/spec/manualSelector").value_or(false)) return;
@@ -1120,6 +1149,10 @@ class MemoryStore final : public Store {
     meta_set_string(next, "resourceVersion", old_rv);
     auto adm = admit(s, next, name);
     if (!adm) return fail(std::move(adm).error());
+    if (subresource.empty() && s.info.group == "batch" && s.info.resource == "jobs") {
+      if (auto errs = job_template_update_errors(old, next.root()); !errs.empty())
+        return fail(errors::invalid(s.info, name, errs));
+    }
     std::shared_ptr<const CrdDefinition> crd;
     if (is_crd(s.info)) {
       auto def = admit_crd(s, next, name);
