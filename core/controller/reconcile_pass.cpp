@@ -9,6 +9,7 @@
 #include "core/api/field_errors.h"
 #include "core/api/meta.h"
 #include "core/controller/pod_builder.h"
+#include "core/framework/ownership.h"
 
 namespace unitrain::controller {
 
@@ -43,6 +44,9 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
 ReconcileResult ReconcilePass::run() {
   auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
   if (!managed_here() || terminating(cached()) || !own_last_write_seen()) return {};
+  auto pinned = pin_owner();
+  if (!pinned) return failed_with(pinned.error());
+  if (*pinned) return {};
   if (auto e = load()) return failed_with(*e);
   record_created();
   if (auto validation = deps_.plugin.validate(nullptr, job_.root()); !validation.ok()) {
@@ -72,6 +76,11 @@ ReconcileResult ReconcilePass::run() {
     return clean_up_finished();
   }
 
+  // A framework whose PodGroup never holds pod creation (mpi-operator) creates its own objects
+  // first and the PodGroup after them, as its reference does; otherwise nothing is created
+  // until the gang admits the job.
+  if (!descriptor_.gang_holds_pod_creation)
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   auto admission = sync_pod_group();
   if (!admission) return failed_with(admission.error());
   if (*admission == GangAdmission::Held) {
@@ -79,8 +88,11 @@ ReconcileResult ReconcilePass::run() {
     if (auto e = write_status(job_on_server)) return failed_with(*e);
     return {std::nullopt, limits.deadline_in};
   }
-  if (auto e = apply_desired_objects()) return failed_with(*e);
+  if (descriptor_.gang_holds_pod_creation)
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   if (auto e = sync_slot_pods(plan)) return failed_with(*e);
+  if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return failed_with(*e);
+  if (auto e = prune_undesired()) return failed_with(*e);
   if (auto e = propose_status()) return failed_with(*e);
   if (auto e = write_status(job_on_server)) return failed_with(*e);
   return {std::nullopt, limits.deadline_in};
@@ -89,11 +101,28 @@ ReconcileResult ReconcilePass::run() {
 // --- admission ----------------------------------------------------------------------------------
 
 bool ReconcilePass::managed_here() const {
-  // managedBy: another controller's job gets no writes at all.
-  if (auto managed = json::get_string(cached(), "/spec/runPolicy/managedBy")) {
-    return std::find(descriptor_.managed_by.begin(), descriptor_.managed_by.end(), *managed) != descriptor_.managed_by.end();
-  }
+  // managedBy (or the module that took the job before): another controller's job gets no
+  // writes at all.
+  if (auto owner = framework::declared_owner(cached()))
+    return std::find(descriptor_.managed_by.begin(), descriptor_.managed_by.end(), *owner) != descriptor_.managed_by.end();
   return deps_.owns_unset_managed_by;
+}
+
+kube::ApiResult<bool> ReconcilePass::pin_owner() {
+  if (!deps_.pin_owner || descriptor_.managed_by.empty() || framework::declared_owner(cached())) return false;
+  // Conditional on the resourceVersion the decision was made on: a concurrent change (another
+  // module pinning first) fails with a conflict instead of being overwritten.
+  json::Document patch = json::Document::object();
+  (void)json::set_string(patch, "/metadata/resourceVersion", api::resource_version_of(cached()));
+  (void)json::set_string(patch, "/metadata/annotations/" + json::escape_pointer_token(framework::kOwnerAnnotation),
+                         descriptor_.managed_by.front());
+  auto patched = deps_.client.patch(descriptor_.resource(), ns_, name_, kube::PatchType::Merge, patch.dump());
+  if (!patched) {
+    if (patched.error().is(ApiError::Reason::NotFound)) return true;
+    return fail(patched.error());
+  }
+  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(patched->root()));
+  return true;
 }
 
 bool ReconcilePass::own_last_write_seen() {
@@ -197,16 +226,24 @@ ReconcileResult ReconcilePass::suspend() {
   // Suspended is written first; pods, services and the PodGroup go after.
   auto& status = draft_.status();
   for (auto& [_, replica] : status.replica_statuses) replica.active = 0;
-  if (status.is_running()) draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
+  if (!descriptor_.status_while_suspended && status.is_running())
+    draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
   if (!status.is_suspended()) {
     auto wording = words(CoreEvent::Suspended);
     draft_.set_condition(api::condition_type::kSuspended, wording, now_);
     announce_when_written("Normal", wording.reason, wording.message);
   }
+  // mpi-operator's status of a suspended job: Running=False after Suspended, both replica entries.
+  if (descriptor_.status_while_suspended)
+    if (auto e = propose_status()) return {std::move(*e), std::nullopt};
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
+  // The framework's objects are kept (in their usual order) before the pods go: a launcher is
+  // suspended before its workers are deleted, so that losing them is no failure of its own.
+  if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return {std::move(*e), std::nullopt};
+  if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return {std::move(*e), std::nullopt};
   if (auto e = writes_.delete_pods(observed_.pods, observed_.services)) return {std::move(*e), std::nullopt};
   if (auto e = delete_pod_group()) return {std::move(*e), std::nullopt};
-  if (auto e = apply_desired_objects()) return {std::move(*e), std::nullopt};
+  if (auto e = prune_undesired()) return {std::move(*e), std::nullopt};
   return {};
 }
 
@@ -292,6 +329,7 @@ std::optional<ApiError> ReconcilePass::propose_status() {
       if (auto t = api::parse_time(*proposal.completion_time)) status.completion_time = *t;
     if (!status.completion_time) status.completion_time = now_;
   }
+  for (const auto& e : proposal.events) announce_when_written(e.type, e.reason, e.message);
   if (!was_succeeded && status.is_succeeded()) count_when_written(&JobCounters::successful);
   if (!was_failed && status.is_failed()) count_when_written(&JobCounters::failed);
   if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
