@@ -220,7 +220,7 @@ TEST_CASE("mpi-operator v0.8: a failed launcher fails the job with the launcher 
   CHECK(status_member(k, "/status/replicaStatuses/Launcher") == R"({"failed":1})");
 }
 
-TEST_CASE("mpi-operator v0.8: objects are created Service, ConfigMap, Secret, workers by index, launcher Job; deleted by index") {
+TEST_CASE("mpi-operator v0.8: objects are created Service, ConfigMap, Secret, workers by index, then the launcher Job, and deleted by index") {
   Cluster k;
   k.install_crd("kubeflow.org_mpijobs.yaml");
   WatchLog log(*k.client, kChildren);
