@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
+#include "core/base/base64.h"
 #include "core/api/labels.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
@@ -347,8 +348,8 @@ Result<Document> ssh_secret(const JobView& j) {
   r.AddMember("metadata", metadata(j, j.name + "-ssh", a), a);
   r.AddMember("type", "kubernetes.io/ssh-auth", a);
   Value data(rapidjson::kObjectType);
-  data.AddMember("ssh-privatekey", json::str(base64(key->private_key_pem), a), a);
-  data.AddMember("ssh-publickey", json::str(base64(key->authorized_key), a), a);
+  data.AddMember("ssh-privatekey", json::str(base64_encode(key->private_key_pem), a), a);
+  data.AddMember("ssh-publickey", json::str(base64_encode(key->authorized_key), a), a);
   r.AddMember("data", data, a);
   return d;
 }
