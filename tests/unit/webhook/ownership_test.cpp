@@ -125,7 +125,7 @@ TEST_CASE("ownership: the owner annotation is set once, kept by a replace that l
   // A replace without it gets it back from the defaulting webhook...
   auto mutated = admit(h, "/mutate-kubeflow-org-v1-mpijob", "UPDATE", unpinned, pinned);
   INFO(mutated.dump());
-  CHECK(kube::base64_decode(*json::get_string(mutated.root(), "/response/patch")) ==
+  CHECK(kube::base64_decode(*json::get_string(mutated.root(), "/response/patch")).value_or("") ==
         std::string(R"([{"op":"add","path":"/metadata/annotations","value":{"unitrain.io/managed-by":"kubeflow.org/training-operator"}}])"));
   // ...and without the defaulting webhook the validating one refuses to lose or change it.
   auto lost = admit(h, "/validate-kubeflow-org-v1-mpijob", "UPDATE", unpinned, pinned);
