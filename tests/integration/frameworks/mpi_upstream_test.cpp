@@ -256,10 +256,11 @@ spec:
   auto worker_deleted = [](const WatchLog::Entry& e) { return e.deleting && e.name.rfind("pi-worker-", 0) == 0; };
   REQUIRE(eventually([&] { return log.first(worker_deleted).size() == deleted.size(); }));
   CHECK(log.first(worker_deleted) == deleted);
-  // The launcher Job was suspended before the first worker went.
-  auto suspended_or_worker_deleted = [&](const WatchLog::Entry& e) {
-    return (e.resource == "jobs" && e.suspended) || worker_deleted(e);
-  };
+  // The launcher Job was suspended before the first worker went. Each resource has its own watch,
+  // so the Job's MODIFIED may arrive after the pods' DELETEs: wait for it, then order by resourceVersion.
+  auto launcher_suspended_entry = [](const WatchLog::Entry& e) { return e.resource == "jobs" && e.suspended; };
+  REQUIRE(eventually([&] { return log.first(launcher_suspended_entry).size() == 1; }));
+  auto suspended_or_worker_deleted = [&](const WatchLog::Entry& e) { return launcher_suspended_entry(e) || worker_deleted(e); };
   CHECK(log.first(suspended_or_worker_deleted).front() == "jobs/pi-launcher");
 }
 
