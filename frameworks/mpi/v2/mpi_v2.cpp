@@ -332,6 +332,14 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     for (const Value* pod : lpods) {
       if (string_at(*pod, "/status/phase") == "Running") ++launcher_running;
     }
+    // The launcher Job fails after its pod does, but the two reach us through different caches: a
+    // launcher pod still seen live (not terminal, not being deleted) beside a failed Job means the
+    // pod cache is behind, and the pod's update brings another pass. Judging now would lose the
+    // pod's reason and message, which the Failed condition carries after BackoffLimitExceeded.
+    const bool pod_cache_behind = failed && std::any_of(lpods.begin(), lpods.end(), [](const Value* pod) {
+      const std::string phase = string_at(*pod, "/status/phase");
+      return phase != "Failed" && phase != "Succeeded" && json::find(*pod, "/metadata/deletionTimestamp") == nullptr;
+    });
     if (launcher != nullptr) {
       auto& l = p.replica_statuses[std::string(kLauncher)];
       l.failed = static_cast<int32_t>(json::get_int(*launcher, "/status/failed").value_or(0));
@@ -378,7 +386,7 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
       if (!is_true("Succeeded")) p.events.push_back({"Normal", "MPIJobSucceeded", message});
       p.set_completion_time = true;
       if (auto t = json::get_string(*launcher, "/status/completionTime")) p.completion_time = std::string(*t);
-    } else if (failed) {
+    } else if (failed && !pod_cache_behind) {
       const Value* cond = condition(launcher, "Failed");
       std::string reason = cond != nullptr ? string_at(*cond, "/reason") : std::string();
       std::string message = cond != nullptr ? string_at(*cond, "/message") : std::string();

@@ -739,6 +739,37 @@ TEST_CASE("mpi v2: status on launcher failure names the failed pod for BackoffLi
   CHECK(d.conditions[0].message == "MPIJob default/pi has failed");
 }
 
+TEST_CASE("mpi v2: a failed launcher Job waits for its pod's failure to reach the pod cache") {
+  auto p = plugin();
+  Document job = defaulted(kPi, p);
+  Document lj = launcher_job(R"([{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}])", 1);
+  // The Job cache already has the failure; the pod cache still shows the pod running.
+  Document stale = launcher_pod("pi-launcher-a", "Running");
+  fw::Observed obs;
+  obs.owned["jobs.batch"] = {&lj.root()};
+  obs.pods = {&stale.root()};
+  auto early = p->compute_status(job.root(), obs);
+  for (const auto& c : early.conditions) CHECK(c.type != "Failed");
+  CHECK(early.events.empty());
+  CHECK_FALSE(early.set_completion_time);
+  CHECK(early.replica_statuses["Launcher"].failed == 1);
+  CHECK(early.replica_statuses["Launcher"].active == 0);
+
+  Document failed = launcher_pod("pi-launcher-a", "Failed", "2024-01-01T00:00:00Z", "Error", "mpirun exited with status 3");
+  obs.pods = {&failed.root()};
+  auto s = p->compute_status(job.root(), obs);
+  REQUIRE_FALSE(s.conditions.empty());
+  CHECK(s.conditions.back().type == "Failed");
+  CHECK(s.conditions.back().reason == "BackoffLimitExceeded/Error");
+  CHECK(s.conditions.back().message == "Job has reached the specified backoff limit: mpirun exited with status 3");
+
+  // A launcher pod being deleted (the Job controller removes its active pods when it gives up) is no reason to wait.
+  Document deleting = launcher_pod("pi-launcher-b", "Running", "2024-01-01T00:05:00Z");
+  REQUIRE(json::set_string(deleting, "/metadata/deletionTimestamp", "2024-01-01T00:06:00Z"));
+  obs.pods = {&failed.root(), &deleting.root()};
+  CHECK(p->compute_status(job.root(), obs).conditions.back().reason == "BackoffLimitExceeded/Error");
+}
+
 TEST_CASE("mpi v2: evicted workers and suspension") {
   auto p = plugin();
   Document job = defaulted(kPi, p);
