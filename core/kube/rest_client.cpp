@@ -361,10 +361,24 @@ bool RestClient::wait_to_retry(std::chrono::milliseconds delay) {
   return !opts_.stop.stop_requested();
 }
 
+void RestClient::report(const http::Request& req, Clock::time_point started, int status,
+                        const http::TransportError* error) const {
+  if (!opts_.on_attempt) return;
+  AttemptReport report;
+  report.method = req.method;
+  report.target = req.target;
+  report.took = Clock::now() - started;
+  report.status = status;
+  report.transport_error = error;
+  opts_.on_attempt(report);
+}
+
 ApiResult<http::Response> RestClient::execute(const http::Request& req) {
   for (int attempt = 0;; ++attempt) {
     limiter_.acquire();
+    const auto started = Clock::now();
     auto r = transport_->send(req);
+    report(req, started, r ? r->status : 0, r ? nullptr : &r.error());
     if (!r) {
       AttemptOutcome o;
       o.transport_error = &r.error();
@@ -471,7 +485,9 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
   req.target = resource_path(r, ns) + watch_query(opts);
   req.headers.push_back({"Accept", "application/json"});
   limiter_.acquire();
+  const auto started = Clock::now();
   auto s = transport_->open_stream(req);
+  report(req, started, s ? (*s)->head().status : 0, s ? nullptr : &s.error());
   if (!s) return fail(from_transport_error(s.error()));
   const int status = (*s)->head().status;
   if (status != 200) {

@@ -455,9 +455,17 @@ TEST_CASE("TLS: verification against the configured CA, bearer token, rotated to
     REQUIRE_FALSE(r);
     CHECK(r.error().reason == R::Transport);
     CHECK_THAT(r.error().message, Catch::Contains("certificate verification failed"));
-    CHECK_FALSE(r.error().message.empty());
+    // What an administrator needs to see the mismatch: what the server presented, what was expected.
+    CHECK_THAT(r.error().message, Catch::Contains("the server's certificate is \"CN=apiserver\", issued by \"CN=apiserver\""));
+    CHECK_THAT(r.error().message, Catch::Contains("expected a certificate issued by the CA \"CN=someone-else\""));
     CHECK(rec.size() == 0);
     CHECK(server.connections() == 1);
+  }
+  SECTION("no CA configured: the system trust store is what was expected") {
+    auto client = make_client(cfg);
+    auto r = client->get(kPods, "ns", "p");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("expected a certificate issued by a CA of the system trust store"));
   }
   SECTION("right CA but a name the certificate does not carry") {
     cfg.ca_pem = server_cert.cert_pem;
