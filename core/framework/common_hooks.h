@@ -97,6 +97,14 @@ struct ReplicaState {
   int32_t expected() const { return replicas - counts.succeeded; }
 };
 
+// PyTorchJob's, PaddleJob's and MXJob's DeleteJob record a deletion by ttlSecondsAfterFinished
+// with the pod reasons (SuccessfulDeletePod "Deleted job: <name>", FailedDeletePod); every other
+// child event as training_operator_child_event.
+CoreWording job_deletion_worded_as_pod(ChildEvent e, const json::Value& job, const ChildSubject& subject);
+
+// Succeeded and Failed: "Normal"; Restarting: "Warning"; anything else: "".
+std::string training_operator_status_event(std::string_view condition);
+
 // A framework's UpdateJobStatus (training-operator-v1.md §4) as data: the five training-operator
 // kinds share the walk and differ only in which type leads, when it counts as complete, what a
 // failed replica means and the wording. Every callback must be set.
@@ -112,6 +120,11 @@ struct ReplicaStatusRules {
   // Message of a Running/Succeeded/Restarting/Failed condition raised for `state`; the reason is
   // always <Kind><type>.
   std::function<std::string(std::string_view condition, const ReplicaState& state)> message;
+  // The type of the event the framework's UpdateJobStatus records with a Running, Succeeded,
+  // Restarting or Failed condition it raises (reason and message are the condition's), "" for
+  // none. Default: training-operator's kinds record Succeeded and Failed (Normal) and Restarting
+  // (Warning), never Running.
+  std::function<std::string(std::string_view condition)> event_type = training_operator_status_event;
   bool selector = false;                 // PyTorch and Paddle publish replicaStatuses[RT].selector
   bool running_before_terminal = false;  // XGBoost proposes Running first when nothing else was
 };

@@ -89,6 +89,12 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
     return framework::common::replica_services(d_, job);
   }
 
+  // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
+                                     const framework::ChildSubject& subject) const override {
+    return framework::common::job_deletion_worded_as_pod(e, job, subject);
+  }
+
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
     const bool master = framework::common::replica_spec(d_, job, kMaster) != nullptr;
     return framework::common::replica_status_walk(
