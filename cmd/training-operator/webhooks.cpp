@@ -27,9 +27,12 @@ Status OperatorWebhooks::start(std::stop_token) {
                               created.error().to_string()));
   }
   const webhook::Handler* handler = &handler_;
-  auto server = HttpServer::start_tls(options_.host, options_.port, [handler](const HttpRequest& r) -> HttpReply {
+  auto server = HttpServer::start_tls(options_.host, options_.port, [handler, this](const HttpRequest& r) -> HttpReply {
     if (r.method != "POST") return HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};
+    const auto started = std::chrono::steady_clock::now();
+    if (options_.request_started) options_.request_started(r.path);
     auto reply = handler->handle(r.path, r.body);
+    if (options_.request_finished) options_.request_finished(r.path, reply.status, std::chrono::steady_clock::now() - started);
     return HttpReply{reply.status, reply.content_type, std::move(reply.body)};
   });
   if (!server) return fail(fmt::format("--webhook-server-port: {}", server.error().message));
@@ -59,6 +62,20 @@ Status OperatorWebhooks::wait_ready(std::stop_token stopping, std::chrono::secon
 std::string OperatorWebhooks::ca_cert() const {
   std::lock_guard lock(mu_);
   return current_.ca_cert;
+}
+
+std::optional<webhook::SystemTime> OperatorWebhooks::certificate_not_after() const {
+  std::lock_guard lock(mu_);
+  if (current_.cert.empty()) return std::nullopt;
+  auto end = webhook::not_after(current_.cert);
+  return end ? std::optional<webhook::SystemTime>(*end) : std::nullopt;
+}
+
+std::vector<std::string> OperatorWebhooks::paths() const {
+  std::vector<std::string> out;
+  for (const auto& e : handler_.endpoints()) out.push_back(e.path);
+  if (!handler_.conversion_crds().empty()) out.push_back(std::string(webhook::kConvertPath));
+  return out;
 }
 
 void OperatorWebhooks::keep_certificates() {
