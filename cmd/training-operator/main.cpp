@@ -70,6 +70,7 @@ int run(const Flags& f, const framework::Registry& registry) {
                                      }});
   if (!clients) return failed(clients.error().message);
   kube::ReportingClient operator_client((*clients)->main(), faults, "operator");
+  kube::ReportingClient election_client((*clients)->election(), faults, "leader-election");
   auto controllers = Controllers::create(registry, f, (*clients)->main(), (*clients)->events(), clock, faults);
   if (!controllers) return failed(controllers.error().message);
   for (auto& fw : (*controllers)->all()) {
@@ -94,7 +95,7 @@ int run(const Flags& f, const framework::Registry& registry) {
   if (f.leader_elect) {
     auto config = election_options(f, rest->namespace_, identity);
     spdlog::info("campaigning for lease {}/{} as {}", config.lease_namespace, config.lease_name, identity);
-    auto created = manager::LeaseElection::create(mgr, (*clients)->election(), clock, std::move(config));
+    auto created = manager::LeaseElection::create(mgr, election_client, clock, std::move(config));
     if (!created) return failed("--leader-elect: " + created.error().message);
     election = std::move(*created);
   }
@@ -104,8 +105,10 @@ int run(const Flags& f, const framework::Registry& registry) {
   mgr.add("probe and metrics endpoints", endpoints);
   if (webhooks) {
     mgr.add("webhook server", *webhooks);
-    mgr.add_ready_check("webhook-certificates", [&w = *webhooks] {
-      return w.certificates_ready() ? Status{} : fail("certificates are not ready");
+    mgr.add_ready_check("webhook-certificates", [&w = *webhooks]() -> Status {
+      if (w.certificates_ready()) return {};
+      const std::string why = w.last_failure();
+      return fail(why.empty() ? std::string("certificates are not ready") : "certificates are not ready: " + why);
     });
   }
   if (cluster) mgr.add("embedded cluster setup", cluster->setup(operator_client, registry, f, webhooks.get()));

@@ -53,6 +53,8 @@ class OperatorWebhooks final : public manager::Runnable {
   void stop() override;
 
   bool certificates_ready() const { return ready_.load(); }
+  // Why the certificates could not be obtained or installed the last time ("" after a success).
+  std::string last_failure() const;
   // Waits for the first certificates; fails after `timeout` or when `stopping` is requested.
   Status wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const;
   uint16_t port() const { return server_ ? server_->port() : 0; }
@@ -77,6 +79,7 @@ class OperatorWebhooks final : public manager::Runnable {
   mutable std::condition_variable_any cv_;
   bool stopping_ = false;
   webhook::CertBundle current_;
+  std::string last_failure_;
   std::thread thread_;
 };
 

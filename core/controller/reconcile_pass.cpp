@@ -381,6 +381,12 @@ void ReconcilePass::note_status_decisions() {
     if (std::find(persisted.begin(), persisted.end(), c) != persisted.end()) continue;
     log_.notef("set condition", "{}={} ({}: {})", c.type, c.status, c.reason, c.message);
   }
+  for (const auto& [type, replica] : draft_.status().replica_statuses) {
+    const auto& before = draft_.persisted().replica_statuses;
+    if (auto it = before.find(type); it != before.end() && it->second == replica) continue;
+    log_.notef("set replica status", "{} active={} succeeded={} failed={}", type, replica.active, replica.succeeded,
+               replica.failed);
+  }
 }
 
 void ReconcilePass::count_when_written(uint64_t JobCounters::*counter) {

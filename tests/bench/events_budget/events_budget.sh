@@ -6,6 +6,8 @@
 # (--events-qps 0.001, nearly none written). Pods per second must be the same; the dropped events
 # are counted (unitrain_events_dropped_total). Run by hand (not in ctest):
 #   tests/bench/events_budget/events_budget.sh build/bin/training-operator build/bin/localcluster . [N]
+# With BEFORE_BIN=<an operator built before events had their own client>, a third run shows that
+# one, whose events take the object writes' budget.
 set -u
 bin=$1 lc=$2 src=$3 jobs=${4:-1000}
 work=$(mktemp -d)
@@ -28,8 +30,8 @@ spec:
 YAML
 done >"$work/jobs.yaml"
 
-run() {  # label events-qps
-  local label=$1 qps=$2
+run() {  # label binary operator-flags...
+  local label=$1 op_bin=$2; shift 2
   rm -f "$work/kubeconfig"
   # Pods stay Pending (no kubelet): the writes measured are the operator's alone.
   "$lc" --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" --kubelet manual >"$work/cluster.out" 2>"$work/cluster.log" &
@@ -39,8 +41,8 @@ run() {  # label events-qps
   for _ in $(seq 50); do k get pytorchjobs >/dev/null 2>&1 && break; sleep 0.2; done
   k create -f "$work/jobs.yaml" >/dev/null
   local t0; t0=$(now)
-  "$bin" --kubeconfig "$work/kubeconfig" --enable-scheme pytorchjob --disable-webhooks --events-qps "$qps" \
-    --events-burst 1 --health-probe-bind-address 0 --metrics-bind-address 127.0.0.1:0 >/dev/null 2>"$work/op.log" &
+  "$op_bin" --kubeconfig "$work/kubeconfig" --enable-scheme pytorchjob --disable-webhooks "$@" \
+    --health-probe-bind-address 0 --metrics-bind-address 127.0.0.1:0 >/dev/null 2>"$work/op.log" &
   local op=$!; pids+=($op)
   local port=
   for _ in $(seq 100); do port=$(sed -n 's/.*--metrics-bind-address serving on port \([0-9]*\).*/\1/p' "$work/op.log"); [[ -n $port ]] && break; sleep 0.1; done
@@ -62,5 +64,6 @@ run() {  # label events-qps
 }
 
 echo "$jobs PyTorchJobs, --kube-api-qps 20 (default):"
-run "events on their own budget (20 qps)" 20
-run "events starved (0.001 qps)" 0.001
+run "events on their own budget (20 qps)" "$bin" --events-qps 20
+run "events starved (0.001 qps)" "$bin" --events-qps 0.001 --events-burst 1
+[[ -n ${BEFORE_BIN:-} ]] && run "events sharing the writes' budget" "$BEFORE_BIN"
