@@ -26,6 +26,7 @@ Result<std::unique_ptr<ApiClients>> ApiClients::create(ApiClientOptions o) {
   // Events: a token bucket of their own. The recorder retries on its own terms.
   kube::RestClientOptions events_options;
   events_options.stop = o.stopping;
+  events_options.stop_ends_rate_limit_wait = true;  // a stopping operator gives queued events up
   events_options.retry.max_retries = 0;
   events_options.on_attempt = o.on_attempt;
   kube::RestConfig events_rest = rest;

@@ -162,9 +162,10 @@ struct CoreWording {
   std::string event_type = {};
 };
 
-// training-operator's reasons and messages (training-operator-v1.md §3.5a) and events: every
-// condition the core raises is announced by an event except Created and the Running=False of a
-// suspension.
+// training-operator's reasons ("<Kind>Created", "<Kind>Failed", ...), messages ("<Kind> <name>
+// is created.", "Job <name> has failed because it has reached the specified backoff limit", ...)
+// and events: every condition the core raises is announced by an event except Created and the
+// Running=False of a suspension.
 CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
                                       std::string_view replica_type);
 
@@ -198,6 +199,10 @@ struct ChildSubject {
 // JobTerminated before SuccessfulDeletePodGroup,
 // SuccessfulDeleteJob "Deleted job: <name>"; no event for other kinds.
 CoreWording training_operator_child_event(ChildEvent e, const json::Value& job, const ChildSubject& subject);
+// PyTorchJob's, PaddleJob's and MXJob's DeleteJob record a deletion by ttlSecondsAfterFinished
+// with the pod reasons (SuccessfulDeletePod "Deleted job: <name>", FailedDeletePod); every other
+// child event as training_operator_child_event.
+CoreWording job_deletion_worded_as_pod(ChildEvent e, const json::Value& job, const ChildSubject& subject);
 
 // An object the job needs exists under the name the job gives it, but the job does not control
 // it (it belongs to another owner, or to none). The core leaves it alone: it records a Warning

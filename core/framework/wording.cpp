@@ -79,6 +79,13 @@ CoreWording training_operator_child_event(ChildEvent e, const json::Value& job, 
   return {};
 }
 
+CoreWording job_deletion_worded_as_pod(ChildEvent e, const json::Value& job, const ChildSubject& subject) {
+  CoreWording w = training_operator_child_event(e, job, subject);
+  if (e == ChildEvent::JobDeleted) w.reason = "SuccessfulDeletePod";
+  if (e == ChildEvent::JobDeleteFailed) w.reason = "FailedDeletePod";
+  return w;
+}
+
 CoreWording training_operator_foreign_object_wording(std::string_view job_kind, const ForeignObject& object) {
   if (object.resource == "pods" || object.resource == "services") {
     return {object.resource == "pods" ? "FailedCreatePod" : "FailedCreateService",

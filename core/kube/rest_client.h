@@ -77,6 +77,10 @@ struct RestClientOptions {
   // Once stop is requested, a failed attempt is no longer retried and a retry wait (the default
   // sleep) ends at once: a stopping process is not held up by an API server that is gone.
   std::stop_token stop;
+  // Once stop is requested, a request still waiting for the rate limiter's token fails at once
+  // (Cancelled) instead of waiting: for a client whose writes may be given up (events), so a
+  // stopping process is not held up by its rate limit.
+  bool stop_ends_rate_limit_wait = false;
   // Told about every attempt as soon as it ends, before any retry wait, on the calling thread
   // (request latency metrics; an unreachable server is reported at once, not after the retries).
   // Must not block.
@@ -115,6 +119,9 @@ class RestClient final : public Client {
   ApiResult<http::Response> execute(const http::Request& req);
   void report(const http::Request& req, std::chrono::steady_clock::time_point started, int status,
               const http::TransportError* error) const;
+  // Takes a rate-limiter token, waiting as long as it takes; false when the wait was cut short
+  // by a stop request (stop_ends_rate_limit_wait).
+  bool take_token();
   // Waits `delay` before a retry; false (retry no more) once stop is requested.
   bool wait_to_retry(std::chrono::milliseconds delay);
   ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},

@@ -6,8 +6,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl python3
+make_workdir
 "$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --crd-dir "$src/manifests/crds" \
   --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/stdout" 2>"$work/stderr" &
 pid=$!
