@@ -10,6 +10,7 @@
 #include "core/api/meta.h"
 #include "core/controller/abnormal_pods.h"
 #include "core/controller/pod_builder.h"
+#include "core/controller/restart_policy.h"
 
 namespace unitrain::controller {
 
@@ -24,18 +25,6 @@ api::RunPolicy run_policy_of(const json::Value& job) {
   auto decoded = api::RunPolicy::from_json(*rp, api::FieldPath("spec").child("runPolicy"));
   // An undecodable runPolicy sets no limits; validation reports it.
   return decoded ? std::move(*decoded) : api::RunPolicy{};
-}
-
-// The exit code of the container's current terminated state (not lastState: a restarted
-// container's earlier end is not the pod's).
-std::optional<int64_t> terminated_exit_code(const json::Value& pod, std::string_view container) {
-  const json::Value* statuses = json::find(pod, "/status/containerStatuses");
-  if (statuses == nullptr || !statuses->IsArray()) return std::nullopt;
-  for (const auto& cs : statuses->GetArray()) {
-    if (json::get_string(cs, "/name") != std::optional<std::string_view>(container)) continue;
-    return json::get_int(cs, "/state/terminated/exitCode");
-  }
-  return std::nullopt;
 }
 
 }  // namespace
