@@ -437,24 +437,33 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
     const std::string who = string_at(job, "/metadata/namespace") + "/" + string_at(job, "/metadata/name");
     switch (e) {
       case framework::CoreEvent::Created:
-        return {"MPIJobCreated", fmt::format("MPIJob {} is created.", who)};
+        return {"MPIJobCreated", fmt::format("MPIJob {} is created.", who), "Normal"};
       case framework::CoreEvent::Suspended:
-        return {"MPIJobSuspended", "MPIJob suspended"};
+        return {"MPIJobSuspended", "MPIJob suspended", "Normal"};
       case framework::CoreEvent::SuspendedNotRunning:
         return {"MPIJobSuspended", fmt::format("MPIJob {} is suspended.", who)};
       case framework::CoreEvent::Resumed:
-        return {"MPIJobResumed", "MPIJob resumed"};
+        return {"MPIJobResumed", "MPIJob resumed", "Normal"};
       case framework::CoreEvent::BackoffLimitExceeded:
         return {"BackoffLimitExceeded", "Job has reached the specified backoff limit"};
       case framework::CoreEvent::DeadlineExceeded:
         return {"DeadlineExceeded", "Job was active longer than specified deadline"};
       case framework::CoreEvent::ValidationFailed:
-        return {"ValidationError", ""};
+        return {"ValidationError", "", "Warning"};
       case framework::CoreEvent::ReplicaRestarting:
       case framework::CoreEvent::ReplicaFailed:
         break;
     }
     return framework::training_operator_wording(e, d_.kind, job, replica_type);
+  }
+
+  // mpi-operator records no event for what it creates or deletes, only for a worker pod or the
+  // launcher Job that fails to be created.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value&, const framework::ChildSubject& s) const override {
+    if (e != framework::ChildEvent::CreateFailed) return {};
+    if (s.kind == "Pod") return {"MPIJobFailed", fmt::format("worker pod created failed: {}", s.detail), "Warning"};
+    if (s.kind == "Job") return {"MPIJobFailed", fmt::format("launcher pod created failed: {}", s.detail), "Warning"};
+    return {};
   }
 
   // mpi-operator's ErrResourceExists, the same for every kind it creates (Service, ConfigMap,
