@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -237,4 +238,77 @@ TEST_CASE("workqueue: metrics record latency and work duration", "[workqueue]") 
   CHECK(m.work_duration.sum_seconds == Approx(0.5));
   CHECK(m.depth == 0);
   CHECK(m.processing == 0);
+}
+
+TEST_CASE("workqueue: first-lane keys are handed out before the ordinary backlog", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  for (int i = 0; i < 3; ++i) q.add("create-" + std::to_string(i));
+  q.add_first("finished");
+  CHECK(q.len() == 4);
+  CHECK(q.get() == "finished");
+  CHECK(q.get() == "create-0");
+  CHECK(q.metrics().first_adds == 1);
+}
+
+TEST_CASE("workqueue: a queued ordinary key added first moves to the first lane, once", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("a");
+  q.add("b");
+  q.add_first("b");
+  q.add("b");  // stays first
+  CHECK(q.len() == 2);
+  CHECK(q.get() == "b");
+  CHECK(q.get() == "a");
+  CHECK(q.len() == 0);
+  CHECK(!q.get_until(clock.steady_now()).has_value());  // the stale ordinary entry of "b" is not handed out
+}
+
+TEST_CASE("workqueue: a key added first while a worker holds it is requeued in the first lane", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("busy");
+  REQUIRE(q.get() == "busy");
+  q.add("other");
+  q.add_first("busy");
+  q.done("busy");
+  CHECK(q.get() == "busy");
+  CHECK(q.get() == "other");
+}
+
+TEST_CASE("workqueue: a steady stream of first-lane keys does not starve the ordinary lane", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("waiting-0");
+  q.add("waiting-1");
+  int next = 0;
+  auto refill = [&] {
+    while (q.len() < 10) q.add_first("status-" + std::to_string(next++));
+  };
+  std::vector<std::string> served;
+  for (int i = 0; i < 2 * (WorkQueue::kFirstInARow + 1); ++i) {
+    refill();
+    auto k = q.get();
+    REQUIRE(k);
+    served.push_back(*k);
+    q.done(*k);
+  }
+  // Each ordinary key got its turn after at most kFirstInARow first-lane keys.
+  auto at = [&](const std::string& key) { return std::find(served.begin(), served.end(), key) - served.begin(); };
+  CHECK(at("waiting-0") == WorkQueue::kFirstInARow);
+  CHECK(at("waiting-1") == 2 * WorkQueue::kFirstInARow + 1);
+}
+
+TEST_CASE("workqueue: drain waits for both lanes", "[workqueue]") {
+  RealClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("a");
+  q.add_first("b");
+  std::thread worker([&] {
+    while (auto k = q.get()) q.done(*k);
+  });
+  CHECK(q.shut_down_with_drain(10s));
+  worker.join();
+  CHECK(q.len() == 0);
 }
