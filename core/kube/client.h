@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/json/field_mask.h"
 #include "core/json/json.h"
 
 namespace unitrain::kube {
@@ -63,6 +64,9 @@ struct ListOptions {
   std::string continue_token;
   std::string resource_version;     // "" = most recent (quorum read)
   std::string resource_version_match;
+  // Only these members of each item are wanted: a client may decode nothing else (RestClient
+  // builds only them, in one streaming pass over the response). Null: whole objects.
+  std::shared_ptr<const json::FieldMask> fields;
 };
 
 struct WatchOptions {
@@ -71,6 +75,8 @@ struct WatchOptions {
   std::string resource_version;
   bool allow_bookmarks = true;
   std::optional<int64_t> timeout_seconds;
+  // Only these members of each event's object are wanted (see ListOptions::fields).
+  std::shared_ptr<const json::FieldMask> fields;
 };
 
 enum class PatchType { Merge, JSON, Strategic, Apply };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/api/labels.h"
+#include "core/kube/watch_decoder.h"
 
 namespace unitrain::kube {
 
@@ -192,6 +193,7 @@ struct FakeClient::Watcher {
   std::string ns;
   api::LabelSelector labels;
   std::vector<Requirement> fields;
+  std::shared_ptr<const json::FieldMask> object_fields;  // what the client wants of each object
   bool bookmarks = false;
 
   std::mutex mu;
@@ -204,6 +206,9 @@ struct FakeClient::Watcher {
     return labels_match(labels, obj) && matches(fields, obj, true);
   }
   void push(WatchEvent ev) {
+    // Like RestClient: only the wanted fields of the objects (a Status or a bookmark as it is).
+    if (object_fields && ev.type != WatchEvent::Type::Error && ev.type != WatchEvent::Type::Bookmark)
+      ev.object = json::Document::project(ev.object.root(), *object_fields);
     std::lock_guard g(mu);
     if (closed) return;
     events.push_back(std::move(ev));
@@ -371,7 +376,7 @@ ApiResult<json::Document> FakeClient::list(const GroupVersionResource& r, std::s
   if (more) meta += fmt::format(",\"continue\":\"{}|{}\"", list_rv, last_key);
   std::string text =
       fmt::format("{{\"apiVersion\":\"{}\",\"kind\":\"List\",\"metadata\":{{{}}},\"items\":[{}]}}", api_version, meta, items);
-  auto d = json::Document::parse(text);
+  auto d = opts.fields ? json::Document::parse(text, list_fields(*opts.fields)) : json::Document::parse(text);
   if (!d) return fail(api_error(ApiError::Reason::BadResponse, 0, d.error().message));
   return std::move(*d);
 }
@@ -618,6 +623,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(const GroupVersionReso
   if (!fields) return fail(fields.error());
   w->labels = std::move(*labels);
   w->fields = std::move(*fields);
+  w->object_fields = opts.fields;
 
   auto& res = resources_[r.group_resource()];
   if (opts.resource_version.empty() || opts.resource_version == "0") {

@@ -37,133 +37,90 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj) {
 
 namespace {
 
-void copy_member(const json::Value& from, json::Value& to, const char* name, json::Allocator& a) {
-  auto it = from.FindMember(name);
-  if (it != from.MemberEnd() && !it->value.IsNull()) to.AddMember(json::Value(name, a), json::Value(it->value, a), a);
+std::shared_ptr<const json::FieldMask> mask(const std::string& text) {
+  auto m = json::FieldMask::parse(text);
+  // The masks below are constants: one that does not parse is a bug (the unit tests parse each).
+  if (!m) throw std::logic_error(m.error().message);
+  return std::make_shared<const json::FieldMask>(std::move(*m));
 }
 
-void copy_members(const json::Value& from, json::Value& to, std::initializer_list<const char*> names,
-                  json::Allocator& a) {
-  if (!from.IsObject()) return;
-  for (const char* n : names) copy_member(from, to, n, a);
-}
-
-json::Value project_metadata(const json::Value& full, json::Allocator& a) {
-  json::Value meta(rapidjson::kObjectType);
-  const auto* m = json::find(full, "/metadata");
-  if (!m || !m->IsObject()) return meta;
-  copy_members(*m, meta,
-               {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-                "labels"},
-               a);
-  if (const auto* refs = json::find(*m, "/ownerReferences"); refs && refs->IsArray()) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& ref : refs->GetArray()) {
-      json::Value r(rapidjson::kObjectType);
-      copy_members(ref, r, {"apiVersion", "kind", "name", "uid", "controller"}, a);
-      out.PushBack(r, a);
-    }
-    meta.AddMember("ownerReferences", out, a);
-  }
-  return meta;
-}
-
-json::Value project_container_state(const json::Value& state, json::Allocator& a) {
-  json::Value out(rapidjson::kObjectType);
-  if (!state.IsObject()) return out;
-  // A state written through a merge patch may carry the previous state as null (the way a
-  // patch clears it); only an object member is the container's state.
-  auto present = [&](std::string_view key) -> const json::Value* {
-    const json::Value* v = json::find(state, "/" + std::string(key));
-    return v != nullptr && v->IsObject() ? v : nullptr;
-  };
-  if (present("running")) {
-    out.AddMember("running", json::Value(rapidjson::kObjectType), a);
-  } else if (const auto* w = present("waiting")) {
-    json::Value v(rapidjson::kObjectType);
-    copy_members(*w, v, {"reason"}, a);
-    out.AddMember("waiting", v, a);
-  } else if (const auto* t = present("terminated")) {
-    json::Value v(rapidjson::kObjectType);
-    copy_members(*t, v, {"exitCode", "reason"}, a);
-    out.AddMember("terminated", v, a);
-  }
-  return out;
-}
-
-// A projection is built member by member, and RapidJSON gives every object built that way room
-// for 16 members (512 bytes) in the pool, which never frees: a projected pod cost more than the
-// whole parsed pod. A copy allocates each object at its exact size.
-json::Document compact(const json::Document& built) { return json::Document::copy_of(built.root()); }
-
-void start_object(json::Document& d, const json::Value& full) {
-  auto& a = d.alloc();
-  d.root().SetObject();
-  copy_members(full, d.root(), {"apiVersion", "kind"}, a);
-  d.root().AddMember("metadata", project_metadata(full, a), a);
-}
+// What the core reads of every child's metadata.
+constexpr std::string_view kChildMetadata =
+    "metadata{name,namespace,uid,resourceVersion,creationTimestamp,deletionTimestamp,labels,"
+    "ownerReferences{apiVersion,kind,name,uid,controller}}";
 
 }  // namespace
 
-json::Document project_pod(const json::Value& full) {
-  json::Document d;
-  start_object(d, full);
-  auto& a = d.alloc();
-  if (const auto* spec = json::find(full, "/spec"); spec && spec->IsObject()) {
-    json::Value s(rapidjson::kObjectType);
-    copy_members(*spec, s, {"nodeName"}, a);
-    d.root().AddMember("spec", s, a);
-  }
-  const auto* status = json::find(full, "/status");
-  if (!status || !status->IsObject()) return compact(d);
-  json::Value st(rapidjson::kObjectType);
-  copy_members(*status, st, {"phase", "reason", "podIP"}, a);
-  if (const auto* conds = json::find(*status, "/conditions"); conds && conds->IsArray()) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& c : conds->GetArray()) {
-      json::Value v(rapidjson::kObjectType);
-      copy_members(c, v, {"type", "status"}, a);
-      out.PushBack(v, a);
-    }
-    st.AddMember("conditions", out, a);
-  }
-  if (const auto* cs = json::find(*status, "/containerStatuses"); cs && cs->IsArray()) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& c : cs->GetArray()) {
-      json::Value v(rapidjson::kObjectType);
-      copy_members(c, v, {"name", "ready", "restartCount"}, a);
-      if (const auto* s = json::find(c, "/state")) v.AddMember("state", project_container_state(*s, a), a);
-      if (const auto* s = json::find(c, "/lastState"); s && s->IsObject() && s->MemberCount() > 0) {
-        v.AddMember("lastState", project_container_state(*s, a), a);
-      }
-      out.PushBack(v, a);
-    }
-    st.AddMember("containerStatuses", out, a);
-  }
-  d.root().AddMember("status", st, a);
-  return compact(d);
+std::shared_ptr<const json::FieldMask> pod_fields() {
+  static const auto fields = mask(
+      "apiVersion,kind," + std::string(kChildMetadata) +
+      ",status{phase,reason,message,conditions{type,status},"
+      "containerStatuses{name,restartCount,state{terminated{exitCode}},lastState{terminated{exitCode}}},"
+      "initContainerStatuses{restartCount}}");
+  return fields;
 }
 
-json::Document project_service(const json::Value& full) {
-  json::Document d;
-  start_object(d, full);
-  auto& a = d.alloc();
-  if (const auto* spec = json::find(full, "/spec"); spec && spec->IsObject()) {
-    json::Value s(rapidjson::kObjectType);
-    // selector and publishNotReadyAddresses: what controllers keep in sync on their Services.
-    copy_members(*spec, s, {"clusterIP", "selector", "publishNotReadyAddresses"}, a);
-    if (const auto* ports = json::find(*spec, "/ports"); ports && ports->IsArray()) {
-      json::Value out(rapidjson::kArrayType);
-      for (const auto& p : ports->GetArray()) {
-        json::Value v(rapidjson::kObjectType);
-        copy_members(p, v, {"name", "port"}, a);
-        out.PushBack(v, a);
-      }
-      s.AddMember("ports", out, a);
-    }
-    d.root().AddMember("spec", s, a);
+std::shared_ptr<const json::FieldMask> service_fields() {
+  static const auto fields =
+      mask("apiVersion,kind," + std::string(kChildMetadata) + ",spec{selector,publishNotReadyAddresses}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> owned_fields() {
+  static const auto fields = mask("*,metadata{*,!managedFields}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> job_fields() {
+  static const auto fields =
+      mask("*,metadata{*,!managedFields,annotations{*,!kubectl.kubernetes.io/last-applied-configuration}}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> priority_class_fields() {
+  static const auto fields = mask("apiVersion,kind,metadata{name,uid,resourceVersion},value");
+  return fields;
+}
+
+json::Document project_pod(const json::Value& full) { return json::Document::project(full, *pod_fields()); }
+json::Document project_service(const json::Value& full) { return json::Document::project(full, *service_fields()); }
+
+Result<Selection> unite_selectors(const std::vector<std::string>& selectors) {
+  std::vector<api::LabelSelector> parsed;
+  for (const auto& text : selectors) {
+    auto s = api::LabelSelector::parse(text);
+    if (!s) return fail(s.error());
+    if (s->empty()) return Selection{};  // someone wants everything
+    parsed.push_back(std::move(*s));
   }
-  return compact(d);
+  if (parsed.empty()) return Selection{};
+  // One key, = or in, for every party: "key in (union of values)" says it to the server.
+  std::string key;
+  std::set<std::string> values;
+  bool one_key = true;
+  for (const auto& s : parsed) {
+    const auto& reqs = s.requirements();
+    if (reqs.size() != 1 || (reqs[0].op != api::Requirement::Op::Equals && reqs[0].op != api::Requirement::Op::In) ||
+        (!key.empty() && reqs[0].key != key)) {
+      one_key = false;
+      break;
+    }
+    key = reqs[0].key;
+    values.insert(reqs[0].values.begin(), reqs[0].values.end());
+  }
+  if (one_key) {
+    api::Requirement r;
+    r.key = key;
+    r.op = values.size() == 1 ? api::Requirement::Op::Equals : api::Requirement::Op::In;
+    r.values.assign(values.begin(), values.end());
+    return Selection{api::to_string(r), {}};
+  }
+  return Selection{"", [parsed = std::move(parsed)](const json::Value& obj) {
+                     const json::Value* labels = json::find(obj, "/metadata/labels");
+                     static const json::Value kNone;
+                     const json::Value& l = labels ? *labels : kNone;
+                     return std::any_of(parsed.begin(), parsed.end(), [&](const auto& s) { return s.matches(l); });
+                   }};
 }
 
 // ---- Indexer ---------------------------------------------------------------------------------
@@ -367,11 +324,10 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-ObjectPtr Informer::make_cached(const json::Value& full) const {
-  // A projection is built member by member, and RapidJSON reserves room for 16 members in every
-  // object it grows; the cached copy is sized exactly (a few KiB less per pod).
-  return std::make_shared<const json::Document>(
-      json::Document::copy_of(opts_.projection ? opts_.projection(full).root() : full));
+ObjectPtr Informer::make_cached(const json::Value& decoded) const {
+  // A decoded document's pool was sized for the text it came from; the cached copy is sized to
+  // what it holds.
+  return std::make_shared<const json::Document>(json::Document::copy_of(decoded));
 }
 
 void Informer::apply_upsert(const std::string& key, ObjectPtr obj) {
@@ -417,6 +373,7 @@ bool Informer::list_and_replace(Scope& scope) {
   o.label_selector = opts_.label_selector;
   o.field_selector = opts_.field_selector;
   o.limit = opts_.page_size;
+  o.fields = opts_.fields;
   std::vector<std::pair<std::string, ObjectPtr>> fresh;
   std::string list_rv;
   for (;;) {
@@ -430,7 +387,8 @@ bool Informer::list_and_replace(Scope& scope) {
     if (list_rv.empty()) list_rv = std::string(json::get_string(page->root(), "/metadata/resourceVersion").value_or(""));
     if (const auto* items = json::find(page->root(), "/items"); items && items->IsArray()) {
       fresh.reserve(fresh.size() + items->Size());
-      for (const auto& item : items->GetArray()) fresh.emplace_back(object_key(item), make_cached(item));
+      for (const auto& item : items->GetArray())
+        if (wanted(item)) fresh.emplace_back(object_key(item), make_cached(item));
     }
     auto cont = json::get_string(page->root(), "/metadata/continue");
     if (!cont || cont->empty()) break;
@@ -485,6 +443,7 @@ bool Informer::watch_once(Scope& scope) {
   o.label_selector = opts_.label_selector;
   o.field_selector = opts_.field_selector;
   o.allow_bookmarks = true;
+  o.fields = opts_.fields;
   {
     std::lock_guard g(mu_);
     o.resource_version = scope.rv;
@@ -563,7 +522,9 @@ bool Informer::watch_once(Scope& scope) {
       case WatchEvent::Type::Modified: {
         auto key = object_key(ev.object.root());
         auto rv = rv_of(ev.object.root());
-        apply_upsert(key, make_cached(ev.object.root()));
+        // An object that no longer matches what the cache wants leaves it like a deleted one.
+        if (wanted(ev.object.root())) apply_upsert(key, make_cached(ev.object.root()));
+        else apply_delete(key, make_cached(ev.object.root()), false);
         std::lock_guard g(mu_);
         ++stats_.events;
         scope.rv = rv;

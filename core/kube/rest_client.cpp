@@ -60,7 +60,8 @@ std::string_view object_namespace(std::string_view ns, const json::Value& obj) {
 
 class RestWatchStream final : public WatchStream {
  public:
-  explicit RestWatchStream(std::unique_ptr<BodyStream> body) : body_(std::move(body)) {}
+  RestWatchStream(std::unique_ptr<BodyStream> body, std::shared_ptr<const json::FieldMask> fields)
+      : body_(std::move(body)), decoder_(std::move(fields)) {}
 
   ApiResult<std::optional<WatchEvent>> next(std::chrono::milliseconds wait) override {
     timed_out_ = false;
@@ -383,7 +384,7 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req) {
 }
 
 ApiResult<json::Document> RestClient::request_json(std::string method, std::string target, std::string body,
-                                                   std::string content_type) {
+                                                   std::string content_type, const json::FieldMask* fields) {
   http::Request req;
   req.method = std::move(method);
   req.target = std::move(target);
@@ -392,7 +393,7 @@ ApiResult<json::Document> RestClient::request_json(std::string method, std::stri
   if (!content_type.empty()) req.headers.push_back({"Content-Type", std::move(content_type)});
   auto r = execute(req);
   if (!r) return fail(std::move(r.error()));
-  auto doc = json::Document::parse(r->body);
+  auto doc = fields ? json::Document::parse(r->body, *fields) : json::Document::parse(r->body);
   if (!doc) {
     ApiError e;
     e.reason = Reason::BadResponse;
@@ -410,7 +411,9 @@ ApiResult<json::Document> RestClient::get(const GroupVersionResource& r, std::st
 }
 
 ApiResult<json::Document> RestClient::list(const GroupVersionResource& r, std::string_view ns, const ListOptions& o) {
-  return request_json("GET", resource_path(r, ns) + list_query(o));
+  if (!o.fields) return request_json("GET", resource_path(r, ns) + list_query(o));
+  const json::FieldMask fields = list_fields(*o.fields);
+  return request_json("GET", resource_path(r, ns) + list_query(o), {}, {}, &fields);
 }
 
 ApiResult<json::Document> RestClient::create(const GroupVersionResource& r, std::string_view ns,
@@ -486,7 +489,7 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
     }
     return fail(decode_status(status, body, (*s)->head().header("Retry-After")));
   }
-  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s)));
+  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s), opts.fields));
 }
 
 }  // namespace unitrain::kube

@@ -102,8 +102,9 @@ class RestClient final : public Client {
   ApiResult<http::Response> execute(const http::Request& req);
   // Waits `delay` before a retry; false (retry no more) once stop is requested.
   bool wait_to_retry(std::chrono::milliseconds delay);
+  // `fields`: decode only those (a list's items through list_fields()).
   ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},
-                                         std::string content_type = {});
+                                         std::string content_type = {}, const json::FieldMask* fields = nullptr);
   ApiResult<json::Document> put_object(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                        std::string_view subresource);
 

@@ -165,7 +165,10 @@ TEST_CASE("REST: GET round trip over a reused keep-alive connection") {
   REQUIRE(pod);
   CHECK(json::get_string(pod->root(), "/metadata/resourceVersion") == std::optional<std::string_view>("7"));
   CHECK(json::get_bool(pod->root(), "/x-unknown/kept") == std::optional<bool>(true));
-  auto again = client->list(kPods, "ns", ListOptions{"app=a", "", 10, "", "", ""});
+  ListOptions paged;
+  paged.label_selector = "app=a";
+  paged.limit = 10;
+  auto again = client->list(kPods, "ns", paged);
   REQUIRE(again);
   REQUIRE(rec.size() == 2);
   CHECK(rec.at(0).method == "GET");
@@ -192,7 +195,9 @@ TEST_CASE("REST: verbs, bodies and content types reach the server") {
   DeleteOptions d;
   d.propagation_policy = "Background";
   REQUIRE(client->remove(kPods, "ns", "p", d));
-  REQUIRE(client->delete_collection(kPods, "ns", ListOptions{"a=b", "", 0, "", "", ""}));
+  ListOptions selected;
+  selected.label_selector = "a=b";
+  REQUIRE(client->delete_collection(kPods, "ns", selected));
   REQUIRE(rec.size() == 7);
   CHECK((rec.at(0).method == "POST" && rec.at(0).target == "/api/v1/namespaces/ns/pods"));
   CHECK(rec.at(0).header("content-type") == "application/json");
