@@ -76,8 +76,18 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     return fail(foreign_object("PodGroup", backend->resource(), name_));
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
+    label_for_caches(desired);
     auto r = deps_.client.create(backend->resource(), ns_, desired.root());
     if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) return fail(r.error());
+    if (!r) {
+      // Not in the label-selected cache: ours (created before it had our labels, or just now)
+      // or someone else's.
+      auto live = deps_.client.get(backend->resource(), ns_, name_);
+      if (!live && !live.error().is(ApiError::Reason::NotFound)) return fail(live.error());
+      if (live && !api::is_controlled_by(live->root(), uid_)) return fail(foreign_object("PodGroup", backend->resource(), name_));
+      if (live)
+        if (auto e = label_into_caches(backend->resource(), live->root())) return fail(*e);
+    }
   } else if (backend->spec_differs(existing->root(), desired.root())) {
     json::Document updated = *existing;
     auto& a = updated.alloc();
@@ -121,6 +131,14 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
     json::Document obj = want.object;
     (void)json::set_string(obj, "/metadata/namespace", ns_);
     if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    label_for_caches(obj);
+    if (want.use_existing) {
+      // The cache holds only objects with our labels: one the job may use as it is (a
+      // ServiceAccount the pod template names) is looked up rather than created in vain.
+      auto live = deps_.client.get(want.resource, ns_, obj_name);
+      if (live) return api::is_controlled_by(live->root(), uid_) ? label_into_caches(want.resource, live->root()) : std::nullopt;
+      if (!live.error().is(ApiError::Reason::NotFound)) return live.error();
+    }
     // A replica's Service is guarded like its pod: until the informer has seen it, the next
     // pass must not create it again (training-operator's CreateNewService raises the services
     // expectation before the POST). Without the replica-type label no informer event could
@@ -138,7 +156,8 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       // or someone else's.
       auto live = deps_.client.get(want.resource, ns_, obj_name);
       if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-      if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
+      if (api::is_controlled_by(live->root(), uid_)) return label_into_caches(want.resource, live->root());
+      if (want.use_existing) return std::nullopt;
       return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
     }
     if (!r) {
@@ -261,6 +280,29 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
   if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
   return foreign_object("Pod", kPods, pod_name);
+}
+
+void ReconcilePass::label_for_caches(json::Document& obj) const {
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (!json::find(obj.root(), pointer)) (void)json::set_string(obj, pointer, value);
+  }
+}
+
+std::optional<ApiError> ReconcilePass::label_into_caches(const kube::GroupVersionResource& resource,
+                                                         const json::Value& live) {
+  auto patch = json::Document::object();
+  bool missing = false;
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (json::get_string(live, pointer) == value) continue;
+    (void)json::set_string(patch, pointer, value);
+    missing = true;
+  }
+  if (!missing) return std::nullopt;
+  auto r = deps_.client.patch(resource, ns_, api::name_of(live), kube::PatchType::Merge, patch.dump());
+  if (!r && !r.error().is(ApiError::Reason::NotFound)) return r.error();
+  return std::nullopt;
 }
 
 ApiError ReconcilePass::foreign_object(std::string_view kind, const kube::GroupVersionResource& resource,

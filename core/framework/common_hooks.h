@@ -21,7 +21,8 @@ namespace unitrain::framework::common {
 
 // The descriptor every kubeflow.org/v1 training-operator kind shares: name
 // "kubeflow.org/<kind lower>", aliases "<kind lower>" and the metrics framework ("pytorch"),
-// plural "<kind lower>s", controller "<kind lower>-controller", managedBy training-operator.
+// plural "<kind lower>s", controller "<kind lower>-controller" (children selected by its
+// operator-name label), managedBy training-operator.
 FrameworkDescriptor kubeflow_v1_descriptor(std::string_view kind, std::string_view replica_specs_field,
                                            std::vector<std::string> replica_types, std::string_view container,
                                            std::string_view port_name, int32_t port, std::string_view metrics_framework);
