@@ -27,9 +27,16 @@ Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Regist
                                                          const std::string& identity) {
   std::unique_ptr<Controllers> out(new Controllers());
   std::shared_ptr<const gang::Backend> gang = gang::make_backend(flags.gang_scheduler_name);
+  std::vector<const framework::FrameworkDescriptor*> modules;
   for (const auto& name : flags.enabled) {
     const framework::Registration* reg = registry.find(name);
     if (reg == nullptr) return fail(fmt::format("{}: not a registered framework", name));
+    if (auto labels = controller::child_labels(reg->descriptor); !labels) return fail(labels.error().message);
+    modules.push_back(&reg->descriptor);
+  }
+  out->caches_ = std::make_unique<controller::SharedCaches>(client, clock, modules, flags.namespaces, gang.get());
+  for (const auto& name : flags.enabled) {
+    const framework::Registration* reg = registry.find(name);
     auto plugin = registry.instantiate(name, plugin_config(flags, *reg));
     if (!plugin) return fail(fmt::format("{}: {}", name, plugin.error().message));
     Framework fw{name, reg->descriptor.controller_name, plugin->get(), nullptr, nullptr, nullptr};
@@ -38,8 +45,8 @@ Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Regist
     fw.events = std::make_unique<RecorderSink>(*fw.recorder);
     auto options = controller_options(flags, registry, name);
     options.gang = gang;
-    fw.controller =
-        std::make_unique<controller::JobController>(client, clock, *fw.events, std::move(*plugin), std::move(options));
+    fw.controller = std::make_unique<controller::JobController>(client, clock, *fw.events, std::move(*plugin),
+                                                               std::move(options), *out->caches_);
     out->frameworks_.push_back(std::move(fw));
   }
   return out;

@@ -1,7 +1,9 @@
 // The enabled frameworks as the operator runs them: each module's plugin is built once, with the
 // whole configuration the flags give it (options, gang scheduler, cluster domain), and runs in
-// its JobController, with an event recorder of its own. The webhook server borrows the same
-// plugin objects (plugins()), so admission and reconciliation can never see two configurations.
+// its JobController, with an event recorder of its own. Every controller reads the same
+// process-wide caches (caches(): one informer per resource, which the operator starts as one
+// runnable on every replica). The webhook server borrows the same plugin objects (plugins()), so
+// admission and reconciliation can never see two configurations.
 #pragma once
 
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "cmd/training-operator/flags.h"
 #include "core/base/result.h"
+#include "core/controller/child_caches.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
@@ -37,11 +40,13 @@ class Controllers {
                                                      const std::string& identity);
 
   std::vector<Framework>& all() { return frameworks_; }
+  controller::SharedCaches& caches() { return *caches_; }
   // The plugins for the webhook server: valid as long as this object lives.
   std::vector<const framework::FrameworkPlugin*> plugins() const;
 
  private:
   Controllers() = default;
+  std::unique_ptr<controller::SharedCaches> caches_;  // outlives the controllers attached to it
   std::vector<Framework> frameworks_;
 };
 
