@@ -31,17 +31,17 @@ class CountingClient final : public kube::Client {
                                        const kube::ListOptions& opts) override {
     return record("GET", 200, inner_.list(r, ns, opts));
   }
-  kube::ApiResult<json::Document> create(const kube::GroupVersionResource& r, std::string_view ns,
-                                         const json::Value& obj) override {
-    return record("POST", 201, inner_.create(r, ns, obj));
+  kube::ApiResult<json::Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                         const kube::WriteOptions& opts = {}) override {
+    return record("POST", 201, inner_.create(r, ns, obj, opts));
   }
-  kube::ApiResult<json::Document> update(const kube::GroupVersionResource& r, std::string_view ns,
-                                         const json::Value& obj) override {
-    return record("PUT", 200, inner_.update(r, ns, obj));
+  kube::ApiResult<json::Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                         const kube::WriteOptions& opts = {}) override {
+    return record("PUT", 200, inner_.update(r, ns, obj, opts));
   }
   kube::ApiResult<json::Document> update_status(const kube::GroupVersionResource& r, std::string_view ns,
-                                                const json::Value& obj) override {
-    return record("PUT", 200, inner_.update_status(r, ns, obj));
+                                                const json::Value& obj, const kube::WriteOptions& opts = {}) override {
+    return record("PUT", 200, inner_.update_status(r, ns, obj, opts));
   }
   kube::ApiResult<json::Document> patch(const kube::GroupVersionResource& r, std::string_view ns,
                                         std::string_view name, kube::PatchType type, std::string_view body,

@@ -77,7 +77,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
     label_for_caches(desired);
-    auto r = deps_.client.create(backend->resource(), ns_, desired.root());
+    auto r = deps_.client.create(backend->resource(), ns_, desired.root(), written_only());
     if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) return fail(r.error());
     if (!r) {
       // Not in the label-selected cache: ours (created before it had our labels, or just now)
@@ -93,7 +93,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     auto& a = updated.alloc();
     updated.root().RemoveMember("spec");
     updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
-    auto r = deps_.client.update(backend->resource(), ns_, updated.root());
+    auto r = deps_.client.update(backend->resource(), ns_, updated.root(), written_only());
     if (!r) return fail(r.error());
   }
   const bool admitted =
@@ -149,7 +149,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
     }
     if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
-    auto r = deps_.client.create(want.resource, ns_, obj.root());
+    auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
     if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
     if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
       // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
@@ -196,7 +196,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       json::remove(updated, pointer);
     }
   }
-  auto r = deps_.client.update(want.resource, ns_, updated.root());
+  auto r = deps_.client.update(want.resource, ns_, updated.root(), written_only());
   if (!r) return r.error();
   return std::nullopt;
 }
@@ -264,7 +264,7 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
-  auto r = deps_.client.create(kPods, ns_, built->pod.root());
+  auto r = deps_.client.create(kPods, ns_, built->pod.root(), written_only());
   if (r) {
     writes_.event("Normal", "SuccessfulCreatePod", fmt::format("Created pod: {}", pod_name));
     return std::nullopt;
@@ -300,7 +300,9 @@ std::optional<ApiError> ReconcilePass::label_into_caches(const kube::GroupVersio
     missing = true;
   }
   if (!missing) return std::nullopt;
-  auto r = deps_.client.patch(resource, ns_, api::name_of(live), kube::PatchType::Merge, patch.dump());
+  kube::PatchOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.patch(resource, ns_, api::name_of(live), kube::PatchType::Merge, patch.dump(), opts);
   if (!r && !r.error().is(ApiError::Reason::NotFound)) return r.error();
   return std::nullopt;
 }

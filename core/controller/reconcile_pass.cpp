@@ -181,7 +181,9 @@ ReconcileResult ReconcilePass::clean_up_finished() {
     result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
     return result;
   }
-  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, {});
+  kube::DeleteOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, opts);
   if (!r) {
     // NotFound: a pass that ran before the cache saw our own delete; counted once already.
     if (r.error().is(ApiError::Reason::NotFound)) return result;
@@ -304,7 +306,7 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
   if (!draft_.changed()) return std::nullopt;
   json::Document obj = json::Document::copy_of(job_on_server);
   if (auto st = api::set_job_status(obj, draft_.status()); !st) return internal_error(st.error().message);
-  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root());
+  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root(), written_only());
   if (!r) return r.error();
   deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(r->root()));
   draft_.written();

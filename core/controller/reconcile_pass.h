@@ -35,6 +35,10 @@
 
 namespace unitrain::controller {
 
+// A pass reads back at most the identity and new resourceVersion of what it writes: the rest of
+// a response is never decoded.
+inline kube::WriteOptions written_only() { return {kube::written_fields()}; }
+
 // What a pass uses of its controller.
 struct PassDependencies {
   kube::Client& client;

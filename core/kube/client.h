@@ -79,11 +79,19 @@ struct WatchOptions {
   std::shared_ptr<const json::FieldMask> fields;
 };
 
+// What the caller of a write reads of the response (the object as written): most read nothing
+// but its new resourceVersion (written_fields()). A client may decode nothing else, as for
+// ListOptions::fields. Null: the whole object.
+struct WriteOptions {
+  std::shared_ptr<const json::FieldMask> response_fields;
+};
+
 enum class PatchType { Merge, JSON, Strategic, Apply };
 
 struct PatchOptions {
   std::string field_manager;
   bool force = false;  // server-side apply only
+  std::shared_ptr<const json::FieldMask> response_fields;  // see WriteOptions
 };
 
 struct DeleteOptions {
@@ -91,7 +99,11 @@ struct DeleteOptions {
   std::optional<int64_t> grace_period_seconds;
   std::optional<std::string> precondition_uid;
   std::optional<std::string> precondition_resource_version;
+  std::shared_ptr<const json::FieldMask> response_fields;  // see WriteOptions
 };
+
+// The identity and version of an object: what most writers read back.
+std::shared_ptr<const json::FieldMask> written_fields();
 
 struct WatchEvent {
   enum class Type { Added, Modified, Deleted, Bookmark, Error };
@@ -118,9 +130,12 @@ class Client {
   virtual ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) = 0;
   // One page; the returned document is the List with metadata.continue / resourceVersion.
   virtual ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) = 0;
-  virtual ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
-  virtual ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
-  virtual ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
+  virtual ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                           const WriteOptions& opts = {}) = 0;
+  virtual ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                           const WriteOptions& opts = {}) = 0;
+  virtual ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns,
+                                                  const json::Value& obj, const WriteOptions& opts = {}) = 0;
   virtual ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                           PatchType type, std::string_view body, const PatchOptions& opts = {},
                                           std::string_view subresource = {}) = 0;

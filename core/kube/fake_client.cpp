@@ -188,6 +188,14 @@ json::Document status_doc(std::string_view status, int code, std::string_view re
 
 }  // namespace
 
+namespace {
+// Like RestClient: only the fields the caller reads of a write's response.
+ApiResult<json::Document> shaped(ApiResult<json::Document> r, const std::shared_ptr<const json::FieldMask>& fields) {
+  if (r && fields) return json::Document::project(r->root(), *fields);
+  return r;
+}
+}  // namespace
+
 struct FakeClient::Watcher {
   std::string resource;
   std::string ns;
@@ -382,10 +390,10 @@ ApiResult<json::Document> FakeClient::list(const GroupVersionResource& r, std::s
 }
 
 ApiResult<json::Document> FakeClient::create(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
+                                             const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Create)) return fail(*e);
-  return create_locked(r, ns, obj, true);
+  return shaped(create_locked(r, ns, obj, true), opts.response_fields);
 }
 
 json::Document FakeClient::seed(const GroupVersionResource& r, const json::Value& obj) {
@@ -477,7 +485,7 @@ json::Document merge_for_update(const json::Value& old, const json::Value& incom
 }  // namespace
 
 ApiResult<json::Document> FakeClient::update(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
+                                             const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Update)) return fail(*e);
   std::string name(json::get_string(obj, "/metadata/name").value_or(""));
@@ -489,11 +497,12 @@ ApiResult<json::Document> FakeClient::update(const GroupVersionResource& r, std:
   if (sent_rv && !sent_rv->empty() && *sent_rv != json::get_string(old.root(), "/metadata/resourceVersion")) {
     return fail(conflict(r, name));
   }
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), obj, false), Verb::Update);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), obj, false), Verb::Update),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::update_status(const GroupVersionResource& r, std::string_view ns,
-                                                    const json::Value& obj) {
+                                                    const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::UpdateStatus)) return fail(*e);
   std::string name(json::get_string(obj, "/metadata/name").value_or(""));
@@ -505,11 +514,12 @@ ApiResult<json::Document> FakeClient::update_status(const GroupVersionResource& 
   if (sent_rv && !sent_rv->empty() && *sent_rv != json::get_string(old.root(), "/metadata/resourceVersion")) {
     return fail(conflict(r, name));
   }
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), obj, true), Verb::UpdateStatus);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), obj, true), Verb::UpdateStatus),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                            PatchType type, std::string_view body, const PatchOptions&,
+                                            PatchType type, std::string_view body, const PatchOptions& opts,
                                             std::string_view subresource) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Patch)) return fail(*e);
@@ -544,15 +554,16 @@ ApiResult<json::Document> FakeClient::patch(const GroupVersionResource& r, std::
   // A resourceVersion in the patch is a precondition, as on the API server.
   if (new_rv != old_rv) return fail(conflict(r, name));
   bool status_only = subresource == "status";
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), patched.root(), status_only),
-                             status_only ? Verb::UpdateStatus : Verb::Patch);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), patched.root(), status_only),
+                                    status_only ? Verb::UpdateStatus : Verb::Patch),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                              const DeleteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Delete)) return fail(*e);
-  return remove_locked(r, ns, name, opts);
+  return shaped(remove_locked(r, ns, name, opts), opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::remove_locked(const GroupVersionResource& r, std::string_view ns,

@@ -417,26 +417,28 @@ ApiResult<json::Document> RestClient::list(const GroupVersionResource& r, std::s
 }
 
 ApiResult<json::Document> RestClient::create(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
-  return request_json("POST", resource_path(r, object_namespace(ns, obj)), json::dump(obj), "application/json");
+                                             const json::Value& obj, const WriteOptions& opts) {
+  return request_json("POST", resource_path(r, object_namespace(ns, obj)), json::dump(obj), "application/json",
+                      opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::put_object(const GroupVersionResource& r, std::string_view ns,
-                                                 const json::Value& obj, std::string_view subresource) {
+                                                 const json::Value& obj, std::string_view subresource,
+                                                 const json::FieldMask* response_fields) {
   auto name = object_name(obj);
   if (name.empty()) return fail(client_error("update " + r.group_resource() + ": object has no metadata.name"));
   return request_json("PUT", resource_path(r, object_namespace(ns, obj), name, subresource), json::dump(obj),
-                      "application/json");
+                      "application/json", response_fields);
 }
 
 ApiResult<json::Document> RestClient::update(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
-  return put_object(r, ns, obj, {});
+                                             const json::Value& obj, const WriteOptions& opts) {
+  return put_object(r, ns, obj, {}, opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::update_status(const GroupVersionResource& r, std::string_view ns,
-                                                    const json::Value& obj) {
-  return put_object(r, ns, obj, "status");
+                                                    const json::Value& obj, const WriteOptions& opts) {
+  return put_object(r, ns, obj, "status", opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
@@ -449,13 +451,14 @@ ApiResult<json::Document> RestClient::patch(const GroupVersionResource& r, std::
   q.add_if("fieldManager", opts.field_manager);
   if (opts.force && type == PatchType::Apply) q.add("force", "true");
   return request_json("PATCH", resource_path(r, ns, name, subresource) + std::move(q).str(), std::string(body),
-                      patch_content_type(type));
+                      patch_content_type(type), opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                              const DeleteOptions& opts) {
   if (name.empty()) return fail(client_error("delete " + r.group_resource() + ": empty name"));
-  return request_json("DELETE", resource_path(r, ns, name), delete_options_body(opts), "application/json");
+  return request_json("DELETE", resource_path(r, ns, name), delete_options_body(opts), "application/json",
+                      opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::delete_collection(const GroupVersionResource& r, std::string_view ns,

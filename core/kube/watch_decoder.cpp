@@ -4,6 +4,12 @@
 
 namespace unitrain::kube {
 
+std::shared_ptr<const json::FieldMask> written_fields() {
+  static const auto fields = std::make_shared<const json::FieldMask>(
+      json::FieldMask::parse("apiVersion,kind,metadata{name,namespace,uid,resourceVersion,generation}").value());
+  return fields;
+}
+
 json::FieldMask list_fields(const json::FieldMask& item_fields) {
   return json::FieldMask::parse("apiVersion,kind,metadata").value().merged(item_fields.under("items"));
 }

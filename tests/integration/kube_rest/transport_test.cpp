@@ -190,7 +190,10 @@ TEST_CASE("REST: verbs, bodies and content types reach the server") {
   REQUIRE(client->create(kPods, "", obj->root()));
   REQUIRE(client->update(kPods, "ns", obj->root()));
   REQUIRE(client->update_status(kPods, "ns", obj->root()));
-  REQUIRE(client->patch(kJobs, "team", "j", PatchType::Apply, R"({"spec":{}})", PatchOptions{"unitrain", true}));
+  PatchOptions apply;
+  apply.field_manager = "unitrain";
+  apply.force = true;
+  REQUIRE(client->patch(kJobs, "team", "j", PatchType::Apply, R"({"spec":{}})", apply));
   REQUIRE(client->patch(kPods, "ns", "p", PatchType::Strategic, R"({"status":{}})", {}, "status"));
   DeleteOptions d;
   d.propagation_policy = "Background";
