@@ -22,7 +22,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       plugin_(std::move(plugin)),
       options_(std::move(options)),
       expectations_(clock),
-      queue_(clock) {
+      queue_(clock, nullptr, options_.settle) {
   init(caches);
 }
 
@@ -34,7 +34,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       plugin_(std::move(plugin)),
       options_(std::move(options)),
       expectations_(clock),
-      queue_(clock) {
+      queue_(clock, nullptr, options_.settle) {
   own_caches_ = std::make_unique<SharedCaches>(client_, clock_, std::vector{&descriptor()}, options_.namespaces,
                                                options_.gang.get());
   init(*own_caches_);
@@ -69,8 +69,7 @@ void JobController::child_event(const ChildEvent& e) {
 }
 
 bool JobController::job_cached(const ChildEvent& e) const {
-  kube::ObjectPtr job = children_->jobs().cache().get(std::string(api::namespace_of(e.object)) + "/" + e.job.name);
-  return job && api::uid_of(job->root()) == e.job.uid;
+  return children_->jobs().cache().holds(std::string(api::namespace_of(e.object)) + "/" + e.job.name, e.job.uid);
 }
 
 void JobController::observe_child(const ChildEvent& e) {

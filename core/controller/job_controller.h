@@ -51,6 +51,9 @@ struct JobControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 1;
   int max_parallel_writes = 8;         // pods/services of one job created concurrently
+  // How long a queued job waits before its pass, so that changes arriving together (its pods
+  // starting, its children's creates being seen) make one pass and one status write.
+  std::chrono::milliseconds settle{100};
   std::shared_ptr<const gang::Backend> gang;  // null: no gang scheduling
   // Overrides descriptor.owns_unset_managed_by: where two modules serve one kind, only the one
   // the operator names (framework::Registry::owns_unset_managed_by) takes jobs without managedBy.

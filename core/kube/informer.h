@@ -88,12 +88,24 @@ struct Selection {
 };
 Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
 
-// A thread-safe keyed store with secondary indexes.
+// A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
+// decoded on every read: a decoded pod takes about 2.5 times the bytes of its text, and an
+// operator reads a job's children a few times per reconcile but holds all of them all the time.
+// The strings the objects of one store repeat most (member names, label keys, the operator's
+// label values, condition types) are one byte each in that text: the store learns them from its
+// first objects (see Tokens in informer.cpp).
 class Indexer {
  public:
   explicit Indexer(std::map<std::string, IndexFunc> indexers = {});
+  ~Indexer();
+  Indexer(const Indexer&) = delete;
+  Indexer& operator=(const Indexer&) = delete;
 
+  // A freshly decoded copy; null when there is none.
   ObjectPtr get(const std::string& key) const;
+  // Whether `key` is held with metadata.uid `uid`, without decoding it (a probabilistic check: a
+  // 64-bit hash of the uid is kept per object).
+  bool holds(const std::string& key, std::string_view uid) const;
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
   // Objects whose index `index` yields `value`; empty for an unknown index.
@@ -101,19 +113,35 @@ class Indexer {
   std::vector<std::string> index_keys(const std::string& index, const std::string& value) const;
   bool has_index(const std::string& index) const { return indexers_.count(index) > 0; }
   size_t size() const;
+  // Bytes of the objects' text (what the store holds beyond its bookkeeping).
+  size_t text_bytes() const;
 
   // Writers (the informer). Return the previous object, if any.
-  ObjectPtr upsert(const std::string& key, ObjectPtr obj);
+  ObjectPtr upsert(const std::string& key, const json::Value& obj);
   ObjectPtr erase(const std::string& key);
 
  private:
-  void unindex_locked(const std::string& key, const json::Value& obj);
-  void index_locked(const std::string& key, const json::Value& obj);
+  struct Entry {
+    std::string text;
+    uint64_t uid_hash = 0;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
+  struct Tokens;
+  ObjectPtr decode(const Entry& e) const;
+  // Index sets hold views of the keys in items_ (node-based: their addresses are stable).
+  void unindex_locked(std::string_view key, const json::Value& obj);
+  void index_locked(std::string_view key, const json::Value& obj);
 
   std::map<std::string, IndexFunc> indexers_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, ObjectPtr> items_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indices_;
+  Items items_;
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
+  size_t text_bytes_ = 0;
+  std::unique_ptr<Tokens> tokens_;
 };
 
 struct EventHandlers {
@@ -187,11 +215,10 @@ class Informer {
   // Returns true when the next step is a relist (410), false for a re-watch.
   bool watch_once(Scope& scope);
   bool backoff(Scope& scope);  // false when stopping
-  // The cached form of an object the client decoded (already reduced to `fields`).
-  ObjectPtr make_cached(const json::Value& decoded) const;
   bool wanted(const json::Value& obj) const { return !opts_.keep || opts_.keep(obj); }
-  void apply_upsert(const std::string& key, ObjectPtr obj);
-  void apply_delete(const std::string& key, ObjectPtr last, bool final_state_unknown);
+  void apply_upsert(const std::string& key, const json::Value& obj);
+  // `last`: the object's final state when known (a DELETED event), else the cached one is told.
+  void apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown);
   bool stopping() const;
 
   Client& client_;

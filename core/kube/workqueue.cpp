@@ -21,8 +21,8 @@ double seconds_between(Clock::SteadyTime from, Clock::SteadyTime to) {
 constexpr auto kMaxWait = std::chrono::hours(1);
 }  // namespace
 
-WorkQueue::WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter)
-    : clock_(clock), limiter_(limiter ? std::move(limiter) : default_controller_rate_limiter(clock)) {}
+WorkQueue::WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter, Clock::Duration settle)
+    : clock_(clock), limiter_(limiter ? std::move(limiter) : default_controller_rate_limiter(clock)), settle_(settle) {}
 
 WorkQueue::~WorkQueue() { shut_down(); }
 
@@ -59,38 +59,49 @@ void WorkQueue::add_locked(const std::string& key, Lane lane) {
 
 void WorkQueue::enqueue_locked(const std::string& key, Dirty& dirty) {
   dirty.ticket = ++ticket_;
-  (dirty.lane == Lane::First ? first_ : ordinary_).push_back(Entry{key, dirty.ticket});
+  auto queued = queued_at_.find(key);
+  const auto since = queued != queued_at_.end() ? queued->second : clock_.steady_now();
+  (dirty.lane == Lane::First ? first_ : ordinary_).push_back(Entry{key, dirty.ticket, since + settle_});
   ++queued_;
+  ++changes_;
   cv_.notify_all();
 }
 
-bool WorkQueue::pop_lane_locked(std::deque<Entry>& lane, std::string& key) {
+bool WorkQueue::pop_lane_locked(std::deque<Entry>& lane, std::string& key, Clock::SteadyTime now,
+                                Clock::SteadyTime& wake) {
   while (!lane.empty()) {
-    Entry e = std::move(lane.front());
-    lane.pop_front();
+    Entry& e = lane.front();
     auto it = dirty_.find(e.key);
-    if (it == dirty_.end() || it->second.ticket != e.ticket) continue;  // stale: moved or handed out
+    if (it == dirty_.end() || it->second.ticket != e.ticket) {  // stale: moved or handed out
+      lane.pop_front();
+      continue;
+    }
+    if (e.ready > now) {
+      wake = std::min(wake, e.ready);
+      return false;
+    }
     dirty_.erase(it);
     --queued_;
     key = std::move(e.key);
+    lane.pop_front();
     return true;
   }
   return false;
 }
 
-std::optional<std::string> WorkQueue::pop_locked() {
+std::optional<std::string> WorkQueue::pop_locked(Clock::SteadyTime now, Clock::SteadyTime& wake) {
   std::string key;
   // The first lane goes first, but after kFirstInARow of them a waiting ordinary key gets its
   // turn. (The pops drop stale entries at the fronts.)
-  if (first_in_a_row_ < kFirstInARow && pop_lane_locked(first_, key)) {
+  if (first_in_a_row_ < kFirstInARow && pop_lane_locked(first_, key, now, wake)) {
     ++first_in_a_row_;
     return key;
   }
-  if (pop_lane_locked(ordinary_, key)) {
+  if (pop_lane_locked(ordinary_, key, now, wake)) {
     first_in_a_row_ = 0;
     return key;
   }
-  if (pop_lane_locked(first_, key)) {
+  if (pop_lane_locked(first_, key, now, wake)) {
     first_in_a_row_ = 1;
     return key;
   }
@@ -150,7 +161,9 @@ std::optional<std::string> WorkQueue::get_impl(std::optional<Clock::SteadyTime> 
   for (;;) {
     auto now = clock_.steady_now();
     if (!shutting_down_) promote_ready_locked(now);
-    if (auto popped = pop_locked()) {
+    auto wake = now + kMaxWait;
+    // Once shutting down, keys still settling are handed out at once (the drain).
+    if (auto popped = pop_locked(shutting_down_ ? Clock::SteadyTime::max() : now, wake)) {
       std::string key = std::move(*popped);
       processing_[key] = now;
       if (auto it = queued_at_.find(key); it != queued_at_.end()) {
@@ -162,11 +175,10 @@ std::optional<std::string> WorkQueue::get_impl(std::optional<Clock::SteadyTime> 
     if (shutting_down_) return std::nullopt;
     if (deadline && now >= *deadline) return std::nullopt;
 
-    auto wake = now + kMaxWait;
     if (!delayed_.empty()) wake = std::min(wake, delayed_.top().ready);
     if (deadline) wake = std::min(wake, *deadline);
-    uint64_t seq = seq_;
-    clock_.wait_until(lock, cv_, wake, [&] { return queued_ > 0 || shutting_down_ || seq_ != seq; });
+    const uint64_t seq = seq_, changes = changes_;
+    clock_.wait_until(lock, cv_, wake, [&] { return shutting_down_ || seq_ != seq || changes_ != changes; });
   }
 }
 

@@ -12,6 +12,9 @@
 // a backlog of creates cannot hold back a terminal status for minutes. The first lane never hands
 // out more than kFirstInARow keys in a row while ordinary keys wait, so none of them starves.
 // A key queued in both lanes is queued once, in the first lane.
+//
+// With a `settle` time, a queued key is handed out no sooner than that after it was queued: the
+// changes that arrive together (a job's four pods starting) make one pass, not four.
 #pragma once
 
 #include <array>
@@ -59,7 +62,8 @@ class WorkQueue {
   static constexpr int kFirstInARow = 4;
 
   // `limiter` defaults to default_controller_rate_limiter(clock).
-  explicit WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter = nullptr);
+  explicit WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter = nullptr,
+                     Clock::Duration settle = Clock::Duration::zero());
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
   ~WorkQueue();
@@ -100,6 +104,7 @@ class WorkQueue {
   struct Entry {
     std::string key;
     uint64_t ticket = 0;
+    Clock::SteadyTime ready;  // not handed out before
   };
   struct Delayed {
     Clock::SteadyTime ready;
@@ -110,14 +115,17 @@ class WorkQueue {
 
   void add_locked(const std::string& key, Lane lane);
   void enqueue_locked(const std::string& key, Dirty& dirty);
-  // The next key to hand out (dropping stale entries), or nullopt when none is queued.
-  std::optional<std::string> pop_locked();
-  bool pop_lane_locked(std::deque<Entry>& lane, std::string& key);
+  // The next key to hand out (dropping stale entries), or nullopt when none is ready; `wake` is
+  // lowered to when the first entry not ready yet will be.
+  std::optional<std::string> pop_locked(Clock::SteadyTime now, Clock::SteadyTime& wake);
+  bool pop_lane_locked(std::deque<Entry>& lane, std::string& key, Clock::SteadyTime now, Clock::SteadyTime& wake);
   void promote_ready_locked(Clock::SteadyTime now);
   std::optional<std::string> get_impl(std::optional<Clock::SteadyTime> deadline);
 
   Clock& clock_;
   std::unique_ptr<RateLimiter> limiter_;
+  Clock::Duration settle_;
+  uint64_t changes_ = 0;  // bumped by every enqueue, so a waiting get() looks again
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Entry> first_, ordinary_;

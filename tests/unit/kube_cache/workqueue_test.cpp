@@ -312,3 +312,35 @@ TEST_CASE("workqueue: drain waits for both lanes", "[workqueue]") {
   worker.join();
   CHECK(q.len() == 0);
 }
+
+TEST_CASE("workqueue: with a settle time, a key is handed out that long after it was first queued", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit(), 100ms);
+  const auto t0 = clock.steady_now();
+  q.add("a");
+  clock.advance(60ms);
+  q.add("a");  // still the one queued at t0
+  q.add_first("b");
+  CHECK(!q.get_until(clock.steady_now()).has_value());
+  clock.advance(40ms);  // "a" is ready (t0 + 100 ms), "b" not yet: the first lane waits for it
+  CHECK(q.get_until(clock.steady_now()) == "a");
+  CHECK(clock.steady_now() - t0 == 100ms);
+  clock.advance(60ms);
+  CHECK(q.get_until(clock.steady_now()) == "b");
+  q.done("a");
+  q.done("b");
+
+  // A get() that waits wakes when the first key is ready.
+  q.add("c");
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.get(); });
+  REQUIRE(clock.await_waiters(1));
+  clock.advance(100ms);
+  worker.join();
+  CHECK(got == "c");
+
+  // Shutting down hands out what still settles.
+  q.add("d");
+  q.shut_down();
+  CHECK(q.get() == "d");
+}
