@@ -51,6 +51,15 @@ const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customreso
 const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
 const kube::GroupVersionResource kMpiJobsV2{"kubeflow.org", "v2beta1", "mpijobs"};
 
+// A program name as execvp would find it on PATH.
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::istringstream path(getenv("PATH") ? getenv("PATH") : "");
+  for (std::string dir; std::getline(path, dir, ':');)
+    if (access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
+  return name;
+}
+
 double seconds_since(Steady::time_point t) { return std::chrono::duration<double>(Steady::now() - t).count(); }
 
 std::string read_text(const std::string& path) {
@@ -194,6 +203,10 @@ struct Options {
   int pod_seconds = 5;
   bool singles = false;
   bool keep = false;
+  // Runs the restarted operator under this command (e.g. "heaptrack -o /tmp/op" or
+  // "perf record -g -o /tmp/op.perf --"), to see where the memory of a steady cache goes.
+  std::string restart_wrapper;
+  std::string run_wrapper;  // the same for the operator that runs the batch
 };
 
 class Rig {
@@ -227,20 +240,26 @@ class Rig {
     return install_crds();
   }
 
-  bool start_operator(const std::string& log_name) {
+  bool start_operator(const std::string& log_name, const std::string& wrapper = "") {
     const int burst = std::max(30, static_cast<int>(qps_ * 1.5));
-    if (!op_.spawn({o_.operator_bin, "--kubeconfig", dir_ + "/kubeconfig", "--enable-scheme", "*", "--disable-webhooks",
-                    "--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0", "--kube-api-qps",
-                    fmt::format("{}", qps_), "--kube-api-burst", std::to_string(burst)},
-                   dir_ + "/" + log_name + ".out", dir_ + "/" + log_name + ".err"))
-      return false;
+    std::vector<std::string> argv;
+    std::istringstream words(wrapper);
+    for (std::string w; words >> w;) argv.push_back(w);
+    if (!argv.empty()) argv[0] = find_program(argv[0]);
+    const std::vector<std::string> op_argv{o_.operator_bin, "--kubeconfig", dir_ + "/kubeconfig", "--enable-scheme", "*", "--disable-webhooks",
+                    "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--kube-api-qps",
+                    fmt::format("{}", qps_), "--kube-api-burst", std::to_string(burst)};
+    argv.insert(argv.end(), op_argv.begin(), op_argv.end());
+    if (!op_.spawn(argv, dir_ + "/" + log_name + ".out", dir_ + "/" + log_name + ".err")) return false;
     const std::regex port_line(R"(--health-probe-bind-address serving on port (\d+))");
+    const std::regex metrics_line(R"(--metrics-bind-address serving on port (\d+))");
     int port = 0;
     wait_until([&] {
       std::smatch m;
       const std::string log = read_text(dir_ + "/" + log_name + ".err");
       if (std::regex_search(log, m, port_line)) port = std::stoi(m[1].str());
-      return port != 0 || !op_.alive();
+      if (std::regex_search(log, m, metrics_line)) metrics_port_ = std::stoi(m[1].str());
+      return (port != 0 && metrics_port_ != 0) || !op_.alive();
     }, std::chrono::seconds(60));
     if (port == 0) return false;
     kube::RestConfig probe;
@@ -258,8 +277,35 @@ class Rig {
   }
 
   void stop_operator() { op_.stop(); }
+  // The sum of the operator's samples of `metric` whose labels contain `label` ("" for all).
+  double operator_metric(const std::string& metric, const std::string& label = "") {
+    kube::RestConfig cfg;
+    cfg.scheme = "http";
+    cfg.host = "127.0.0.1";
+    cfg.port = metrics_port_;
+    auto transport = kube::Transport::create(cfg);
+    if (!transport) return 0;
+    kube::http::Request req;
+    req.target = "/metrics";
+    auto r = (*transport)->send(req);
+    if (!r || r->status != 200) return 0;
+    double sum = 0;
+    std::istringstream in(r->body);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(metric, 0) != 0 || (line.size() > metric.size() && line[metric.size()] != '{' && line[metric.size()] != ' ')) continue;
+      if (!label.empty() && line.find(label) == std::string::npos) continue;
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return sum;
+  }
   kube::RestClient& client() { return *client_; }
-  pid_t operator_pid() const { return op_.pid(); }
+  // The operator's process: under a wrapper, the wrapper's only child.
+  pid_t operator_pid() const {
+    std::string children = read_text(fmt::format("/proc/{}/task/{}/children", op_.pid(), op_.pid()));
+    std::istringstream in(children);
+    pid_t child = 0;
+    return in >> child ? child : op_.pid();
+  }
   pid_t cluster_pid() const { return cluster_.pid(); }
   Writes writes() { return cluster_writes(*client_).value_or(Writes{}); }
 
@@ -312,6 +358,7 @@ class Rig {
   std::string dir_;
   Child cluster_;
   Child op_;
+  int metrics_port_ = 0;
   std::unique_ptr<kube::RestClient> client_;
 };
 
@@ -361,6 +408,7 @@ struct RunResult {
   double delay_p50_s = 0, delay_p99_s = 0, delay_max_s = 0;
   uint64_t restart_writes = 0;
   double restart_operator_ms = 0;
+  double reconciles_per_job = 0;
   std::string writes_detail;
 };
 
@@ -440,7 +488,7 @@ RunResult run_batch(const Options& o, int n, double qps) {
     std::cerr << "cluster did not start\n";
     return r;
   }
-  if (!rig.start_operator("operator")) {
+  if (!rig.start_operator("operator", o.run_wrapper)) {
     std::cerr << "operator did not get ready\n";
     return r;
   }
@@ -508,13 +556,14 @@ RunResult run_batch(const Options& o, int n, double qps) {
   r.writes_per_job = static_cast<double>(w1.operator_writes) / n;
   r.events_per_job = static_cast<double>(w1.events) / n;
   r.writes_detail = w1.describe();
+  r.reconciles_per_job = rig.operator_metric("controller_runtime_reconcile_total", "pytorchjob-controller") / n;
   r.rss_end_mb = rss1 / 1024.0;
   r.kib_per_pod_end = static_cast<double>(rss1 - rss0) / (4.0 * n);
 
   // Restart over the steady cluster: nothing to write; the RSS is the caches'.
   rig.stop_operator();
   const Writes w2 = rig.writes();
-  if (!rig.start_operator("operator-restart")) {
+  if (!rig.start_operator("operator-restart", o.restart_wrapper)) {
     std::cerr << "operator did not get ready after the restart\n";
     return r;
   }
@@ -606,6 +655,9 @@ int main(int argc, char** argv) {
   app.add_option("--pod-seconds", o.pod_seconds, "how long each pod runs")->capture_default_str();
   app.add_flag("--singles", o.singles, "also count the writes of single jobs and of a restart");
   app.add_flag("--keep", o.keep, "keep each run's directory (logs, kubeconfig)");
+  app.add_option("--restart-wrapper", o.restart_wrapper,
+                 "command the restarted operator runs under, e.g. 'heaptrack -o /tmp/op' (a profile of the steady caches)");
+  app.add_option("--run-wrapper", o.run_wrapper, "the same for the operator that runs the batch");
   CLI11_PARSE(app, argc, argv);
   o.jobs = parse_ints(jobs);
   o.qps = parse_doubles(qps);
@@ -625,11 +677,11 @@ int main(int argc, char** argv) {
             "run qps={} jobs={} #{}: ok={} KiB/pod end={:.2f} restart={:.2f} RSS end={:.1f} MB restart={:.1f} MB "
             "operator={:.2f} ms/job cluster={:.2f} ms/job writes={:.2f}/job events={:.2f}/job pods created {:.1f} s "
             "all terminal {:.1f} s delay p50={:.2f} s p99={:.2f} s max={:.2f} s restart writes={} restart CPU={:.0f} ms "
-            "({:.0f} s wall)\n  writes: {}\n",
+            "reconciles={:.1f}/job ({:.0f} s wall)\n  writes: {}\n",
             q, n, i + 1, r.ok, r.kib_per_pod_end, r.kib_per_pod_restart, r.rss_end_mb, r.rss_restart_mb,
             r.operator_ms_per_job, r.cluster_ms_per_job, r.writes_per_job, r.events_per_job, r.pods_created_s,
             r.all_succeeded_s, r.delay_p50_s, r.delay_p99_s, r.delay_max_s, r.restart_writes, r.restart_operator_ms,
-            seconds_since(started), r.writes_detail);
+            r.reconciles_per_job, seconds_since(started), r.writes_detail);
         std::fflush(stdout);
         if (r.ok) results[{q, n}].push_back(r);
       }
