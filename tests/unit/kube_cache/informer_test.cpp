@@ -591,3 +591,53 @@ TEST_CASE("informer: `fields` reach the client, `keep` filters, and an object th
   CHECK(rec.count_prefix("add ns/theirs") == 0);
   inf.stop();
 }
+
+TEST_CASE("indexer: objects read back as stored, before and after it codes its most repeated strings", "[informer]") {
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}});
+  // More objects than the store learns its codes from, so both plain and coded text are held;
+  // every one carries strings a code must not swallow or break (quotes, backslashes, escaped
+  // control bytes, non-ASCII) next to ones it codes.
+  const int kObjects = 300;
+  std::vector<std::string> dumps;
+  for (int i = 0; i < kObjects; ++i) {
+    auto pod = realistic_pod("ns", fmt::format("job{}-worker-{}", i / 4, i % 4), fmt::format("job{}", i / 4));
+    REQUIRE(json::set_string(pod, "/metadata/uid", fmt::format("pod-uid-{}", i)));
+    REQUIRE(json::set_string(pod, "/metadata/labels/odd", fmt::format("a\"b\\c\x01\x1f\tn\u00e9-{}", i)));
+    REQUIRE(json::set_string(pod, "/metadata/annotations/\x02key", "training.kubeflow.org/job-name"));
+    dumps.push_back(pod.dump());
+    CHECK(store.upsert(object_key(pod.root()), pod.root()) == nullptr);
+  }
+  REQUIRE(store.size() == static_cast<size_t>(kObjects));
+  for (int i = 0; i < kObjects; ++i) {
+    auto got = store.get(fmt::format("ns/job{}-worker-{}", i / 4, i % 4));
+    REQUIRE(got);
+    CHECK(got->dump() == dumps[static_cast<size_t>(i)]);
+  }
+  CHECK(store.list().size() == static_cast<size_t>(kObjects));
+  CHECK(store.by_index(kControllerUidIndex, "uid-job70").size() == 4);
+
+  // Coded text is smaller than the plain dump.
+  auto late = realistic_pod("ns", "late", "late");
+  const size_t before = store.text_bytes();
+  store.upsert("ns/late", late.root());
+  CHECK(store.text_bytes() - before < late.dump().size() * 4 / 5);  // about 3/4 for this pod
+  CHECK(store.get("ns/late")->dump() == late.dump());
+
+  CHECK(store.holds("ns/job0-worker-1", "pod-uid-1"));
+  CHECK_FALSE(store.holds("ns/job0-worker-1", "pod-uid-2"));
+  CHECK_FALSE(store.holds("ns/nope", "pod-uid-1"));
+
+  // Replacing an object moves it between index values and returns the one it replaced.
+  auto moved = realistic_pod("ns", "job0-worker-0", "other");
+  auto old = store.upsert("ns/job0-worker-0", moved.root());
+  REQUIRE(old);
+  CHECK(old->dump() == dumps[0]);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job0").size() == 3);
+  CHECK(store.by_index(kControllerUidIndex, "uid-other").size() == 1);
+  auto erased = store.erase("ns/job0-worker-0");
+  REQUIRE(erased);
+  CHECK(erased->dump() == moved.dump());
+  CHECK(store.by_index(kControllerUidIndex, "uid-other").empty());
+  CHECK(store.erase("ns/job0-worker-0") == nullptr);
+  CHECK(store.size() == static_cast<size_t>(kObjects));
+}
