@@ -150,7 +150,8 @@ struct CoreWording {
   std::string message;
 };
 
-// training-operator's reasons and messages (training-operator-v1.md §3.5a).
+// training-operator's reasons ("<Kind>Created", "<Kind>Failed", ...) and messages ("<Kind> <name>
+// is created.", "Job <name> has failed because it has reached the specified backoff limit", ...).
 CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
                                       std::string_view replica_type);
 

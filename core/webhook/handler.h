@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/base64.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
 #include "core/json/json.h"
@@ -55,8 +56,10 @@ class Handler {
   // conversion and at least one enabled module.
   std::vector<std::string> conversion_crds() const;
 
-  // A POST to `path` carrying an AdmissionReview or ConversionReview. 404 for an unknown path,
-  // 400 for a body that is not a review.
+  // A POST to `path` carrying an AdmissionReview or ConversionReview. 404 for an unknown path.
+  // A malformed review fails closed as core/webhook/review.h describes: an AdmissionReview that
+  // refuses (allowed: false, 400 BadRequest status), a ConversionReview Failure, or an HTTP 400
+  // for a conversion body with no request to answer.
   Reply handle(std::string_view path, std::string_view body) const;
 
   // The configurations that register endpoints() with an API server; `client_config` is the
@@ -85,7 +88,7 @@ class Handler {
 // arrays replaced when they differ. Empty array when equal.
 json::Document json_patch_diff(const json::Value& from, const json::Value& to);
 
-// RFC 4648 base64 with padding (AdmissionResponse.patch, Secret data, caBundle).
-std::string base64_encode(std::string_view bytes);
+// AdmissionResponse.patch, Secret data and caBundle are standard base64 (core/base/base64.h).
+using unitrain::base64_encode;
 
 }  // namespace unitrain::webhook

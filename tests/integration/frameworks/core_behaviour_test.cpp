@@ -200,7 +200,7 @@ TEST_CASE("gang volcano: PyTorchJob pods wait for the PodGroup, carry its schedu
   CHECK(w.get("POST podgroups") == 1);
   CHECK(w.get("PUT podgroups") == 0);  // the spec never differed: no rewrite per pass
   CHECK(w.get("DELETE podgroups") == 1);
-  CHECK(k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"); }));
 }
 
 TEST_CASE("gang volcano: a PodGroup whose minResources do not fit stays Pending and no pod is created") {

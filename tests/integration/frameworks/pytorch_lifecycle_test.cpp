@@ -118,7 +118,7 @@ TEST_CASE("pytorch lifecycle: restartPolicy Always re-creates a pod that failed 
   CHECK(k.conditions(kPyTorchJobs, "pt").find("Restarting=True(PyTorchJobRestarting: ") != std::string::npos);
   CHECK(!k.has_true(kPyTorchJobs, "pt", "Failed"));
   CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts") == "1");
-  CHECK(k.events.has("Warning PyTorchJobRestarting job pt is restarting because Worker replica(s) failed."));
+  CHECK(eventually([&] { return k.events.has("Warning PyTorchJobRestarting job pt is restarting because Worker replica(s) failed."); }));
   // The replacement runs: Running replaces Restarting.
   k.set_pod_phase("pt-master-0", "Running");
   k.set_pod_phase("pt-worker-0", "Running");
@@ -150,7 +150,7 @@ TEST_CASE("pytorch lifecycle: restartPolicy ExitCode retries exit codes >= 128 a
     s.restart_policy = "ExitCode";
     s.worker_annotations = "{sim.unitrain.io/duration: 100ms, sim.unitrain.io/exit-code: \"3\"}";
     k.create_yaml(kPyTorchJobs, pytorch_yaml(s));
-    if (!eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); }, std::chrono::seconds(5))) FAIL(k.dump() << k.conditions(kPyTorchJobs, "pt"));
+    if (!eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); })) FAIL(k.dump() << k.conditions(kPyTorchJobs, "pt"));
     CHECK(k.conditions(kPyTorchJobs, "pt").find(R"(Failed=True(PyTorchJobFailed: job "pt" is failing because "Worker" replica(s) failed.))") !=
           std::string::npos);
     CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts").empty());
@@ -281,7 +281,7 @@ TEST_CASE("pytorch lifecycle: ttlSecondsAfterFinished deletes the finished job a
   k.create_yaml(kPyTorchJobs, pytorch_yaml(s));
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Succeeded"); }));
   CHECK(k.exists(kPyTorchJobs, "pt"));
-  REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }, std::chrono::seconds(10)));
+  REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }));
   REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
   CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"); }));
   CHECK(eventually([&] { return ctl->counters()["default"].deleted == 1; }));
