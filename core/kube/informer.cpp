@@ -8,6 +8,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "core/api/labels.h"
+
 namespace unitrain::kube {
 
 std::string object_key(const json::Value& obj) {
