@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -52,23 +53,27 @@ std::shared_ptr<const json::FieldMask> mask(const std::string& text) {
 
 // What the core reads of every child's metadata.
 constexpr std::string_view kChildMetadata =
-    "metadata{name,namespace,uid,resourceVersion,creationTimestamp,deletionTimestamp,labels,"
+    "metadata{name,namespace,uid,resourceVersion,generation,creationTimestamp,deletionTimestamp,labels,"
     "ownerReferences{apiVersion,kind,name,uid,controller}}";
+
+// A container state as the abnormal-pod events and the exit-code rules read it.
+constexpr std::string_view kContainerState = "{running,waiting{reason,message},terminated{exitCode,reason,message}}";
 
 }  // namespace
 
 std::shared_ptr<const json::FieldMask> pod_fields() {
-  static const auto fields = mask(
-      "apiVersion,kind," + std::string(kChildMetadata) +
-      ",status{phase,reason,message,conditions{type,status},"
-      "containerStatuses{name,restartCount,state{terminated{exitCode}},lastState{terminated{exitCode}}},"
-      "initContainerStatuses{restartCount}}");
+  const std::string container_statuses =
+      fmt::format("{{name,ready,restartCount,state{0},lastState{0}}}", kContainerState);
+  static const auto fields = mask(fmt::format(
+      "apiVersion,kind,{},spec{{nodeName}},status{{phase,reason,message,podIP,"
+      "conditions{{type,status,reason,message,lastTransitionTime}},containerStatuses{},initContainerStatuses{}}}",
+      kChildMetadata, container_statuses, container_statuses));
   return fields;
 }
 
 std::shared_ptr<const json::FieldMask> service_fields() {
   static const auto fields =
-      mask("apiVersion,kind," + std::string(kChildMetadata) + ",spec{selector,publishNotReadyAddresses}");
+      mask("apiVersion,kind," + std::string(kChildMetadata) + ",spec{clusterIP,selector,publishNotReadyAddresses,ports{name,port}}");
   return fields;
 }
 

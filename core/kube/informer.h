@@ -53,16 +53,18 @@ std::vector<std::string> index_by_namespace(const json::Value& obj);
 std::vector<std::string> index_by_controller_uid(const json::Value& obj);
 
 // The fields a cache keeps (json::FieldMask). Pods keep what the core and the framework modules
-// decide on: apiVersion, kind; metadata: name, namespace, uid, resourceVersion,
-// creationTimestamp, deletionTimestamp, labels, ownerReferences (apiVersion, kind, name, uid,
-// controller); status: phase, reason, message (MPI's launcher failure), conditions (type,
-// status), containerStatuses (name, restartCount, the exitCode of state.terminated and of
-// lastState.terminated), initContainerStatuses (restartCount: the backoff limit counts them).
-// Annotations (kubectl's last-applied copy alone can double a pod), managedFields, the whole
-// pod spec, timestamps and messages of container states are dropped.
+// decide on and what training-operator's abnormal-pod events read: apiVersion, kind; metadata:
+// name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp,
+// labels, ownerReferences (apiVersion, kind, name, uid, controller); spec.nodeName; status:
+// phase, reason, message (MPI's launcher failure), podIP, conditions (type, status, reason,
+// message, lastTransitionTime), containerStatuses and initContainerStatuses (name, ready,
+// restartCount, state and lastState: running, waiting {reason, message}, terminated {exitCode,
+// reason, message}). Annotations (kubectl's last-applied copy alone can double a pod),
+// managedFields, the rest of the pod spec (volumes, env, images) and the timestamps of
+// terminated and waiting states are dropped.
 std::shared_ptr<const json::FieldMask> pod_fields();
-// Services: the metadata of pods, spec.selector and spec.publishNotReadyAddresses (what a
-// module keeps in sync on its Services; replica Services are never updated).
+// Services: the metadata of pods, spec.clusterIP, spec.selector, spec.publishNotReadyAddresses
+// and spec.ports (name, port).
 std::shared_ptr<const json::FieldMask> service_fields();
 // The other kinds a job owns (ConfigMaps, Secrets, launcher Jobs, RBAC, HPAs, PodGroups): whole,
 // but metadata.managedFields. The core writes some of them back from the cache (a PodGroup's

@@ -340,14 +340,30 @@ TEST_CASE("projection: a container state keeps a terminated exit code; a null le
   REQUIRE(state);
   (void)json::set(full, "/status/containerStatuses/0/state", json::Value(state->root(), full.alloc()));
   auto p = project_pod(full.root());
-  CHECK(json::dump(*json::find(p.root(), "/status/containerStatuses/0/state")) == R"({"terminated":{"exitCode":3}})");
+  CHECK(json::dump(*json::find(p.root(), "/status/containerStatuses/0/state")) == R"({"terminated":{"exitCode":3,"reason":"Error"}})");
 
   auto running = json::Document::parse(R"({"running":{"startedAt":"2024-01-02T03:04:05Z"},"terminated":null})");
   REQUIRE(running);
   (void)json::set(full, "/status/containerStatuses/0/state", json::Value(running->root(), full.alloc()));
-  // Nothing of a running state is read: the emptied state is left out.
-  CHECK(!json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state"));
+  // A running state is kept (abnormal-pod events tell it from a waiting one); the null goes.
+  CHECK(json::dump(*json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state")) ==
+        R"({"running":{"startedAt":"2024-01-02T03:04:05Z"}})");
   CHECK(json::get_string(project_pod(full.root()).root(), "/status/containerStatuses/0/name") == "pytorch");
+}
+
+TEST_CASE("projection: a pod no container started in keeps its conditions' reasons and its init containers", "[informer]") {
+  auto full = json::Document::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},
+      "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",
+      "message":"0/3 nodes are available","lastTransitionTime":"2024-01-02T03:04:05Z","lastProbeTime":null}],
+      "initContainerStatuses":[{"name":"init","ready":false,"restartCount":0,"image":"i",
+      "state":{"waiting":{"reason":"ErrImagePull","message":"pull access denied"}}}]}})");
+  REQUIRE(full);
+  auto p = project_pod(full->root());
+  CHECK(json::dump(*json::find(p.root(), "/status/conditions/0")) ==
+        R"({"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available",)"
+        R"("lastTransitionTime":"2024-01-02T03:04:05Z"})");
+  CHECK(json::dump(*json::find(p.root(), "/status/initContainerStatuses/0")) ==
+        R"({"name":"init","ready":false,"restartCount":0,"state":{"waiting":{"reason":"ErrImagePull","message":"pull access denied"}}})");
 }
 
 TEST_CASE("projection: project_pod keeps the decision fields and drops the rest", "[informer]") {
@@ -376,17 +392,20 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
   // restarts of init containers too.
   CHECK(json::get_string(p.root(), "/status/reason") == "Evicted");
   CHECK(json::get_string(p.root(), "/status/message") == "The node was low on resource: memory.");
-  CHECK(json::dump(*json::find(p.root(), "/status/initContainerStatuses")) == R"([{"restartCount":2}])");
+  CHECK(json::dump(*json::find(p.root(), "/status/initContainerStatuses")) ==
+        R"([{"name":"init-pytorch","restartCount":2,"ready":false}])");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/state/terminated/exitCode") == 137);
-  CHECK(!json::find(p.root(), "/status/containerStatuses/0/state/terminated/reason"));
+  CHECK(json::get_string(p.root(), "/status/containerStatuses/0/state/terminated/reason") == "OOMKilled");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/restartCount") == 3);
   CHECK(json::get_string(p.root(), "/status/containerStatuses/0/name") == "pytorch");
-  CHECK(!json::find(p.root(), "/status/containerStatuses/0/ready"));
+  CHECK(json::get_bool(p.root(), "/status/containerStatuses/0/ready") == true);
+  CHECK(!json::find(p.root(), "/status/containerStatuses/0/image"));
   CHECK(json::get_string(p.root(), "/status/conditions/1/type") == "Ready");
   CHECK(json::get_string(p.root(), "/status/conditions/1/status") == "True");
-  CHECK(!json::find(p.root(), "/status/conditions/1/lastTransitionTime"));
-  CHECK(!json::find(p.root(), "/status/podIP"));
-  CHECK(!json::find(p.root(), "/spec"));
+  CHECK(!json::find(p.root(), "/status/conditions/1/lastProbeTime"));
+  CHECK(json::get_string(p.root(), "/status/podIP") == "10.244.1.17");
+  CHECK(!json::find(p.root(), "/status/hostIP"));
+  CHECK(json::dump(*json::find(p.root(), "/spec")) == R"({"nodeName":"node-3"})");
   CHECK(!json::find(p.root(), "/metadata/managedFields"));
   CHECK(!json::find(p.root(), "/metadata/annotations"));
   CHECK(json::get_string(p.root(), "/metadata/resourceVersion") == json::get_string(full.root(), "/metadata/resourceVersion"));
@@ -398,9 +417,9 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
           "selector":{"l":"v"},"publishNotReadyAddresses":true}})");
   REQUIRE(svc);
   auto ps = project_service(svc->root());
-  // Controllers keep a Service's selector in sync, so the projection keeps it; nothing reads its
-  // ports or cluster IP.
-  CHECK(json::dump(*json::find(ps.root(), "/spec")) == R"({"selector":{"l":"v"},"publishNotReadyAddresses":true})");
+  // Controllers keep a Service's selector in sync; events name its cluster IP and ports.
+  CHECK(json::dump(*json::find(ps.root(), "/spec")) ==
+        R"({"clusterIP":"None","ports":[{"name":"p","port":23456}],"selector":{"l":"v"},"publishNotReadyAddresses":true})");
   CHECK(json::get_string(ps.root(), "/metadata/labels/l") == "v");
   CHECK(!json::find(ps.root(), "/metadata/annotations"));
 }
