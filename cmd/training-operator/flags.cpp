@@ -118,6 +118,8 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
 
   CLI::App app{"Unitrain training operator: runs Kubeflow training jobs (PyTorchJob, MPIJob, ...)"};
   app.get_formatter()->column_width(44);
+  // UNITRAIN_VERSION: CMake's project(VERSION), defined for this target in its CMakeLists.txt.
+  app.set_version_flag("--version", "training-operator " UNITRAIN_VERSION, "Print the version and exit");
   app.add_option("--enable-scheme", f.enable_scheme,
                  "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
                  "Default: all, MPIJob only in --mpi-default-version. Accepted: " +
@@ -209,6 +211,8 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
   } catch (const CLI::CallForHelp& e) {
     return fail(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
+    return fail(app.exit(e));
+  } catch (const CLI::CallForVersion& e) {
     return fail(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "training-operator: %s\nRun with --help for the list of flags.\n", e.what());

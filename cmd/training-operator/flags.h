@@ -62,7 +62,7 @@ struct Flags {
 std::optional<std::chrono::seconds> parse_duration(const std::string& value);
 
 // Parses and checks the command line (and the environment variables above). The error is the exit
-// status, its message already printed: 0 after --help, 2 for a bad flag (the message names it).
+// status, its message already printed: 0 after --help or --version, 2 for a bad flag (the message names it).
 Result<Flags, int> parse_flags(int argc, const char* const* argv, const framework::Registry& registry);
 
 // Logs what the flags enable (info) and the rest of the configuration (debug).
