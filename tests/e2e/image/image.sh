@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The container image, packaged from the binary this build made (scripts/build-image
+# --from-binary: seconds; the default multi-stage build compiles the project again, minutes, and
+# is run by hand, docs/install.md): it runs as UID/GID 65532 with the operator as entrypoint, it
+# holds only the binary, the libraries and loader it links, the CA bundle and passwd/group, it
+# stays small, and the binary runs from the image's own filesystem: --version, --help, and as the
+# operator against a TLS local cluster, through which a PyTorchJob succeeds, then SIGTERM.
+#
+# It runs the image with `podman run` (or docker) where the sandbox allows; where the runtime is
+# refused (podman in some sandboxes cannot set rlimits) it runs the image's exported root
+# filesystem with unshare (new mount namespace, /proc, chroot, UID/GID 65532) as root, else through
+# the image's own dynamic loader and libraries. Skipped where neither podman nor docker works.
+set -u
+source "$(dirname "$0")/../operator/lib.sh"
+bin=$1 lc=$2 src=$3
+max_mib=${UNITRAIN_IMAGE_MAX_MIB:-48}
+
+tool=
+for t in podman docker; do
+  if command -v "$t" >/dev/null && "$t" info >/dev/null 2>&1; then tool=$t; break; fi
+done
+if [[ -z $tool ]]; then
+  why="neither podman nor docker is installed"
+  command -v docker >/dev/null && why="docker is installed but its daemon does not answer, and podman is missing"
+  echo "SKIP: $why; 'scripts/build-image --install' (or apt-get install podman) enables this test"
+  exit 77
+fi
+command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
+
+work=$(mktemp -d)
+name=localhost/unitrain-e2e/training-operator-$$
+ref=
+pids=()
+cid=
+cleanup() {
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; wait "${pids[i]}" 2>/dev/null; done
+  [[ -n $cid ]] && "$tool" rm -f "$cid" >/dev/null 2>&1
+  [[ -n $ref ]] && "$tool" rmi -f "$ref" "$name:latest" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+
+t0=$SECONDS
+if ! out=$("$src/scripts/build-image" --from-binary "$bin" --name "$name" --tool "$tool" 2>"$work/build.log"); then
+  echo "FAIL: scripts/build-image --from-binary failed:"; tail -30 "$work/build.log"; exit 1
+fi
+read -r _ ref size <<<"$(grep '^image ' <<<"$out")"
+[[ -n $ref && -n $size ]] || { echo "FAIL: build-image printed no 'image <ref> <size>' line: $out"; exit 1; }
+echo "ok: packaged $ref with $tool in $((SECONDS - t0)) s, $((size / 1024)) KiB"
+
+# --- what the image says -----------------------------------------------------------------------
+user=$("$tool" image inspect --format '{{.Config.User}}' "$ref")
+[[ $user == 65532:65532 ]] || fail "image user is '$user', want 65532:65532"
+entrypoint=$("$tool" image inspect --format '{{json .Config.Entrypoint}}' "$ref")
+[[ $entrypoint == '["/usr/local/bin/training-operator"]' ]] || fail "entrypoint is $entrypoint"
+version=$("$bin" --version)
+label=$("$tool" image inspect --format '{{index .Config.Labels "org.opencontainers.image.version"}}' "$ref")
+[[ "training-operator $label" == "$version" ]] || fail "version label '$label' does not match '$version'"
+((size <= max_mib * 1024 * 1024)) || fail "image is $((size / 1024 / 1024)) MiB, more than $max_mib MiB"
+
+# --- what it holds -----------------------------------------------------------------------------
+cid=$("$tool" create "$ref") || { echo "FAIL: $tool create $ref"; exit 1; }
+root=$work/root
+mkdir -p "$root"
+"$tool" export "$cid" | tar -C "$root" -x || { echo "FAIL: $tool export $ref"; exit 1; }
+# Besides the binary and its libraries only: passwd/group, the CA bundle and OpenSSL's link to it,
+# and the empty mount points a container runtime adds to every container.
+allowed='^(usr/local/bin/training-operator|etc/(passwd|group|ssl/certs/ca-certificates\.crt)|usr/lib/ssl/cert\.pem|(usr/)?lib[^/]*(/[^/]*-linux-gnu)?/[^/]+\.so(\.[0-9]+)*|\.dockerenv|etc/(hosts|hostname|resolv\.conf|mtab)|run/\.containerenv)$'
+extra=$(cd "$root" && find . ! -type d -printf '%P\n' | grep -Ev "$allowed")
+[[ -z $extra ]] || fail "the image holds more than the operator needs: $(tr '\n' ' ' <<<"$extra")"
+[[ -x $root/usr/local/bin/training-operator ]] || fail "no /usr/local/bin/training-operator in the image"
+for f in bin/sh usr/bin/apt-get; do [[ ! -e $root/$f ]] || fail "the image has /$f"; done
+echo "ok: user 65532:65532, entrypoint /usr/local/bin/training-operator, $(cd "$root" && find . ! -type d | wc -l) files"
+
+# --- the binary runs from the image's filesystem -----------------------------------------------
+way=
+if run_out=$(timeout 120 "$tool" run --rm "$ref" --version 2>&1); then
+  way=run
+elif [[ $(id -u) -eq 0 ]] && command -v unshare >/dev/null; then
+  way=unshare
+  echo "note: '$tool run' is refused here ($(head -n1 <<<"$run_out")): running the exported root filesystem with unshare"
+else
+  way=loader
+  echo "note: '$tool run' is refused here ($(head -n1 <<<"$run_out")) and unshare needs root: running the binary through the image's own loader"
+fi
+mkdir -p "$root/proc"
+loader=$(cd "$root" && find . -path '*/ld-linux*.so*' ! -type d -printf '%P\n' | head -n1)
+libpath=$(cd "$root" && find . -name '*.so*' ! -type d -printf '%h\n' | sort -u | sed "s:^\.:$root:" | paste -sd:)
+# run_in_image ARGS...: the image's entrypoint with ARGS; $kubeconfig is where it sees $work/kubeconfig.
+# Call it in a subshell ($(...) or &): it execs, so a background call's $! is the operator's process
+# (or podman's, which passes signals on).
+kubeconfig=/kubeconfig
+[[ $way == loader ]] && kubeconfig=$root/kubeconfig
+run_in_image() {
+  case $way in
+    run)
+      local mount=()
+      [[ -f $work/kubeconfig ]] && mount=(-v "$work/kubeconfig:/kubeconfig:ro")
+      exec "$tool" run --rm --network host "${mount[@]}" "$ref" "$@" ;;
+    unshare) exec unshare --mount-proc --root="$root" --setuid 65532 --setgid 65532 /usr/local/bin/training-operator "$@" ;;
+    loader) exec "$root/$loader" --library-path "$libpath" "$root/usr/local/bin/training-operator" "$@" ;;
+  esac
+}
+out=$(run_in_image --version 2>&1); rc=$?
+[[ $rc -eq 0 && $out == "$version" ]] || fail "--version in the image ($way): exit $rc, '$out', want '$version'"
+out=$(run_in_image --help 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"--enable-scheme"* ]] || fail "--help in the image ($way): exit $rc: $(head -n3 <<<"$out")"
+((fails == 0)) && echo "ok: --version and --help run in the image ($way): $version"
+
+# The operator from the image against a local cluster over HTTPS (the image's OpenSSL), with the
+# kubeconfig's CA and bearer token: ready, a PyTorchJob succeeds, SIGTERM stops it with status 0.
+"$lc" --listen 127.0.0.1:0 --tls --kubeconfig-out "$work/kubeconfig" >"$work/cluster.out" 2>"$work/cluster.log" &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^ready ' "$work/cluster.out" && break; sleep 0.1; done
+grep -q '^ready ' "$work/cluster.out" || { echo "FAIL: the local cluster did not start"; tail "$work/cluster.log"; exit 1; }
+chmod 644 "$work/kubeconfig"
+cp "$work/kubeconfig" "$root/kubeconfig"
+k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
+k apply --server-side -f "$src/manifests/crds/kubeflow.org_pytorchjobs.yaml" >/dev/null || { echo "FAIL: pytorchjobs CRD"; exit 1; }
+run_in_image --kubeconfig "$kubeconfig" --enable-scheme pytorchjob --disable-webhooks --metrics-bind-address 0 \
+  --health-probe-bind-address 127.0.0.1:0 >/dev/null 2>"$work/operator.log" &
+op=$!
+pids+=("$op")
+port=$(logged_port --health-probe-bind-address "$work/operator.log" "$op")
+[[ -n $port ]] || { echo "FAIL: the operator in the image did not start:"; tail -20 "$work/operator.log"; exit 1; }
+ready=
+for _ in $(seq 200); do
+  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && { ready=1; break; }
+  kill -0 "$op" 2>/dev/null || break
+  sleep 0.1
+done
+[[ -n $ready ]] || { echo "FAIL: the operator in the image never got ready:"; tail -20 "$work/operator.log"; exit 1; }
+k apply -f "$src/examples/pytorch.yaml" >/dev/null || fail "kubectl apply examples/pytorch.yaml"
+start=$SECONDS
+phase=
+while ((SECONDS - start < 90)); do
+  phase=$(k get pytorchjob pytorch-demo -n default -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null)
+  [[ $phase == Succeeded || $phase == Failed ]] && break
+  sleep 0.3
+done
+[[ $phase == Succeeded ]] || fail "pytorch-demo ended as '$phase' under the operator from the image"
+kill -TERM "$op"
+stop=$SECONDS
+wait "$op"; rc=$?
+unset 'pids[-1]'
+[[ $rc -eq 0 ]] || fail "the operator from the image exited $rc after SIGTERM"
+((fails == 0)) && echo "ok: the operator from the image ($way) ran pytorch-demo to Succeeded over TLS and stopped in $((SECONDS - stop)) s"
+((fails == 0)) || { echo "--- operator log (tail)"; tail -20 "$work/operator.log"; }
+echo "$fails failure(s)"
+exit $fails
