@@ -10,19 +10,26 @@
 # refused (podman in some sandboxes cannot set rlimits) it runs the image's exported root
 # filesystem with unshare (new mount namespace, /proc, chroot, UID/GID 65532) as root, else through
 # the image's own dynamic loader and libraries. Skipped where neither podman nor docker works.
+#
+# Usage: image.sh BINARY LOCALCLUSTER SOURCE_DIR [IMAGE]. With IMAGE (e.g. the one scripts/build-image
+# built, docker.io/unitrain/training-operator:0.1.0) it checks that image, and keeps it, instead of
+# packaging BINARY; BINARY still says which version to expect.
 set -u
 source "$(dirname "$0")/../operator/lib.sh"
-bin=$1 lc=$2 src=$3
-max_mib=${UNITRAIN_IMAGE_MAX_MIB:-48}
+bin=$1 lc=$2 src=$3 given=${4:-}
+max_mib=48
 
 tool=
+why=()
 for t in podman docker; do
-  if command -v "$t" >/dev/null && "$t" info >/dev/null 2>&1; then tool=$t; break; fi
+  if ! command -v "$t" >/dev/null; then why+=("$t is not installed")
+  elif "$t" info >/dev/null 2>&1; then tool=$t; break
+  elif [[ $t == docker ]]; then why+=("'docker info' fails (no daemon answers)")
+  else why+=("'$t info' fails")
+  fi
 done
 if [[ -z $tool ]]; then
-  why="neither podman nor docker is installed"
-  command -v docker >/dev/null && why="docker is installed but its daemon does not answer, and podman is missing"
-  echo "SKIP: $why; 'scripts/build-image --install' (or apt-get install podman) enables this test"
+  echo "SKIP: no container tool works: ${why[0]}, ${why[1]}; 'scripts/build-image --install' (or apt-get install podman) enables this test"
   exit 77
 fi
 command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
@@ -43,40 +50,49 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 t0=$SECONDS
-if ! out=$("$src/scripts/build-image" --from-binary "$bin" --name "$name" --tool "$tool" 2>"$work/build.log"); then
-  echo "FAIL: scripts/build-image --from-binary failed:"; tail -30 "$work/build.log"; exit 1
+if [[ -n $given ]]; then
+  size=$("$tool" image inspect --format '{{.Size}}' "$given") || { echo "FAIL: no image $given"; exit 1; }
+  echo "ok: checking $given, $((size / 1024)) KiB"
+else
+  if ! out=$("$src/scripts/build-image" --from-binary "$bin" --name "$name" --tool "$tool" 2>"$work/build.log"); then
+    echo "FAIL: scripts/build-image --from-binary failed:"; tail -30 "$work/build.log"; exit 1
+  fi
+  read -r _ ref size <<<"$(grep '^image ' <<<"$out")"
+  [[ -n $ref && -n $size ]] || { echo "FAIL: build-image printed no 'image <ref> <size>' line: $out"; exit 1; }
+  echo "ok: packaged $ref with $tool in $((SECONDS - t0)) s, $((size / 1024)) KiB"
 fi
-read -r _ ref size <<<"$(grep '^image ' <<<"$out")"
-[[ -n $ref && -n $size ]] || { echo "FAIL: build-image printed no 'image <ref> <size>' line: $out"; exit 1; }
-echo "ok: packaged $ref with $tool in $((SECONDS - t0)) s, $((size / 1024)) KiB"
+image=${given:-$ref}
 
 # --- what the image says -----------------------------------------------------------------------
-user=$("$tool" image inspect --format '{{.Config.User}}' "$ref")
+user=$("$tool" image inspect --format '{{.Config.User}}' "$image")
 [[ $user == 65532:65532 ]] || fail "image user is '$user', want 65532:65532"
-entrypoint=$("$tool" image inspect --format '{{json .Config.Entrypoint}}' "$ref")
+entrypoint=$("$tool" image inspect --format '{{json .Config.Entrypoint}}' "$image")
 [[ $entrypoint == '["/usr/local/bin/training-operator"]' ]] || fail "entrypoint is $entrypoint"
 version=$("$bin" --version)
-label=$("$tool" image inspect --format '{{index .Config.Labels "org.opencontainers.image.version"}}' "$ref")
+label=$("$tool" image inspect --format '{{index .Config.Labels "org.opencontainers.image.version"}}' "$image")
 [[ "training-operator $label" == "$version" ]] || fail "version label '$label' does not match '$version'"
 ((size <= max_mib * 1024 * 1024)) || fail "image is $((size / 1024 / 1024)) MiB, more than $max_mib MiB"
 
 # --- what it holds -----------------------------------------------------------------------------
-cid=$("$tool" create "$ref") || { echo "FAIL: $tool create $ref"; exit 1; }
+cid=$("$tool" create "$image") || { echo "FAIL: $tool create $image"; exit 1; }
 root=$work/root
 mkdir -p "$root"
-"$tool" export "$cid" | tar -C "$root" -x || { echo "FAIL: $tool export $ref"; exit 1; }
+"$tool" export "$cid" | tar -C "$root" -x || { echo "FAIL: $tool export $image"; exit 1; }
 # Besides the binary and its libraries only: passwd/group, the CA bundle and OpenSSL's link to it,
 # and the empty mount points a container runtime adds to every container.
 allowed='^(usr/local/bin/training-operator|etc/(passwd|group|ssl/certs/ca-certificates\.crt)|usr/lib/ssl/cert\.pem|(usr/)?lib[^/]*(/[^/]*-linux-gnu)?/[^/]+\.so(\.[0-9]+)*|\.dockerenv|etc/(hosts|hostname|resolv\.conf|mtab)|run/\.containerenv)$'
 extra=$(cd "$root" && find . ! -type d -printf '%P\n' | grep -Ev "$allowed")
 [[ -z $extra ]] || fail "the image holds more than the operator needs: $(tr '\n' ' ' <<<"$extra")"
 [[ -x $root/usr/local/bin/training-operator ]] || fail "no /usr/local/bin/training-operator in the image"
+# The API client's fallback trust store, where OpenSSL looks for it.
+[[ -s $root/etc/ssl/certs/ca-certificates.crt && $(readlink "$root/usr/lib/ssl/cert.pem") == /etc/ssl/certs/ca-certificates.crt ]] ||
+  fail "no CA bundle at /etc/ssl/certs/ca-certificates.crt linked from /usr/lib/ssl/cert.pem"
 for f in bin/sh usr/bin/apt-get; do [[ ! -e $root/$f ]] || fail "the image has /$f"; done
 echo "ok: user 65532:65532, entrypoint /usr/local/bin/training-operator, $(cd "$root" && find . ! -type d | wc -l) files"
 
 # --- the binary runs from the image's filesystem -----------------------------------------------
 way=
-if run_out=$(timeout 120 "$tool" run --rm "$ref" --version 2>&1); then
+if run_out=$(timeout 120 "$tool" run --rm "$image" --version 2>&1); then
   way=run
 elif [[ $(id -u) -eq 0 ]] && command -v unshare >/dev/null; then
   way=unshare
@@ -98,7 +114,7 @@ run_in_image() {
     run)
       local mount=()
       [[ -f $work/kubeconfig ]] && mount=(-v "$work/kubeconfig:/kubeconfig:ro")
-      exec "$tool" run --rm --network host "${mount[@]}" "$ref" "$@" ;;
+      exec "$tool" run --rm --network host "${mount[@]}" "$image" "$@" ;;
     unshare) exec unshare --mount-proc --root="$root" --setuid 65532 --setgid 65532 /usr/local/bin/training-operator "$@" ;;
     loader) exec "$root/$loader" --library-path "$libpath" "$root/usr/local/bin/training-operator" "$@" ;;
   esac
