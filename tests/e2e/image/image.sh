@@ -17,7 +17,7 @@
 set -u
 source "$(dirname "$0")/../operator/lib.sh"
 bin=$1 lc=$2 src=$3 given=${4:-}
-max_mib=48
+max_mib=32  # today about 17 MiB; an unstripped binary alone adds more than 20
 
 tool=
 why=()
@@ -71,7 +71,12 @@ entrypoint=$("$tool" image inspect --format '{{json .Config.Entrypoint}}' "$imag
 version=$("$bin" --version)
 label=$("$tool" image inspect --format '{{index .Config.Labels "org.opencontainers.image.version"}}' "$image")
 [[ "training-operator $label" == "$version" ]] || fail "version label '$label' does not match '$version'"
-((size <= max_mib * 1024 * 1024)) || fail "image is $((size / 1024 / 1024)) MiB, more than $max_mib MiB"
+# The limit is for release builds; a sanitizer build's binary alone is ten times larger.
+if ldd "$bin" | grep -q libasan; then
+  echo "note: $bin is a sanitizer build: its image ($((size / 1024 / 1024)) MiB) has no size limit"
+else
+  ((size <= max_mib * 1024 * 1024)) || fail "image is $((size / 1024 / 1024)) MiB, more than $max_mib MiB"
+fi
 
 # --- what it holds -----------------------------------------------------------------------------
 cid=$("$tool" create "$image") || { echo "FAIL: $tool create $image"; exit 1; }
