@@ -1,7 +1,7 @@
 // The Kubeflow common types (kubeflow.org/v1 common_types.go; MPIJob v2beta1 has the same shapes):
 // ReplicaSpec, RunPolicy, SchedulingPolicy, JobCondition, ReplicaStatus, JobStatus.
 //
-// These are the typed structs the controller decides on (DESIGN.md, Object model). Decoding
+// These are the typed structs the controller decides on (the rest of a job stays JSON). Decoding
 // reports every wrongly typed field with its path ("spec.runPolicy.backoffLimit: Invalid value:
 // "x": must be an integer") and, like Go's decoder, ignores unknown fields and reads null as
 // unset. Encoding follows the upstream JSON tags: member order of the Go structs, optional

@@ -1,6 +1,6 @@
 // Object metadata over JSON objects (ObjectMeta, OwnerReference, metav1.Condition).
 //
-// Objects stay JSON documents (DESIGN.md, Object model); these accessors read the few metadata
+// Objects stay JSON documents, so fields nobody here knows survive read-modify-write; these accessors read the few metadata
 // fields controllers decide on and the mutators change them in place, leaving every other
 // field untouched. Readers are lenient: a missing or mistyped field reads as unset.
 #pragma once

@@ -1,6 +1,6 @@
 // The job controller: one instance per enabled framework, running the core reconcile pipeline
-// (docs/framework-authors.md) with the framework's hooks. It reads only from its informer caches,
-// writes through the client, and guards every create/delete with expectations.
+// (reconcile_pass.h, docs/framework-authors.md) with the framework's hooks. It reads only from its
+// informer caches, writes through the client, and guards every create/delete with expectations.
 //
 // Threading: informer threads enqueue keys; `workers` threads take keys from the work queue (a
 // key is never reconciled by two workers at once) and call reconcile().
@@ -52,6 +52,8 @@ struct JobControllerOptions {
 };
 
 class WritePool;
+class ChildCaches;
+enum class ChildKind;
 
 struct ReconcileResult {
   std::optional<kube::ApiError> error;          // requeued with backoff
@@ -87,13 +89,12 @@ class JobController {
   ReconcileStats reconcile_stats() const;
 
  private:
-  struct Pass;
   void enqueue_owner(const json::Value& obj);
-  void observe_child(const json::Value& obj, bool created);
+  // An informer of `kind` saw one of the job's children created or deleted.
+  void observe_child(ChildKind kind, const json::Value& obj, bool created);
+  kube::EventHandlers child_handlers(ChildKind kind);
   void worker_loop();
-  framework::Observed observe(const std::string& ns, const std::string& uid) const;
-  const kube::Informer* informer_for(const kube::GroupVersionResource& gvr) const;
-  void count(const std::string& ns, uint64_t JobCounters::*field);
+  void count(const std::string& ns, uint64_t JobCounters::*counter);
 
   kube::Client& client_;
   kube::Clock& clock_;
@@ -104,15 +105,7 @@ class JobController {
   kube::WorkQueue queue_;
 
   std::unique_ptr<kube::Informer> jobs_;
-  std::unique_ptr<kube::Informer> pods_;
-  std::unique_ptr<kube::Informer> services_;
-  std::unique_ptr<kube::Informer> pod_groups_;
-  // PriorityClasses order the replica types in a PodGroup's minResources. Cluster-scoped, so
-  // only watched when the controller watches all namespaces (a namespaced Role cannot grant
-  // them); without it every template counts with priority 0.
-  std::unique_ptr<kube::Informer> priority_classes_;
-  std::map<std::string, std::unique_ptr<kube::Informer>> owned_;  // by "resource.group"
-
+  std::unique_ptr<ChildCaches> children_;
   // Fixed threads that carry out a job's pod/service creates and deletes in parallel; shared by
   // all workers, so max_parallel_writes bounds writes in flight per controller.
   std::unique_ptr<WritePool> write_pool_;

@@ -31,20 +31,20 @@ std::string replica_name(std::string_view job, std::string_view replica_type, in
   return name;
 }
 
-json::Document job_selector_labels(const framework::FrameworkDescriptor& d, std::string_view job) {
+json::Document job_selector_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job) {
   auto labels = json::Document::object();
   auto& a = labels.alloc();
-  put_label(labels.root(), kOperatorNameLabel, d.controller_name, a);
+  put_label(labels.root(), kOperatorNameLabel, descriptor.controller_name, a);
   std::string job_label(job);
   std::replace(job_label.begin(), job_label.end(), '/', '-');
   put_label(labels.root(), kJobNameLabel, job_label, a);
   return labels;
 }
 
-json::Document replica_labels(const framework::FrameworkDescriptor& d, std::string_view job,
+json::Document replica_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job,
                               std::string_view replica_type, int32_t index) {
-  auto labels = job_selector_labels(d, job);
-  put_label(labels.root(), d.replica_type_label, lower(replica_type), labels.alloc());
+  auto labels = job_selector_labels(descriptor, job);
+  put_label(labels.root(), descriptor.replica_type_label, lower(replica_type), labels.alloc());
   if (index >= 0) put_label(labels.root(), kReplicaIndexLabel, std::to_string(index), labels.alloc());
   return labels;
 }
@@ -64,29 +64,24 @@ std::string selector_string(const json::Value& labels) {
   return out;
 }
 
-std::string pod_restart_policy(std::string_view replica_restart_policy) {
-  if (replica_restart_policy == "ExitCode") return "Never";
-  return std::string(replica_restart_policy);
-}
-
-const json::Value* replica_spec(const framework::FrameworkDescriptor& d, const json::Value& job,
+const json::Value* replica_spec(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                                 std::string_view replica_type) {
-  return json::find(job, "/spec/" + json::escape_pointer_token(d.replica_specs_field) + "/" +
+  return json::find(job, "/spec/" + json::escape_pointer_token(descriptor.replica_specs_field) + "/" +
                              json::escape_pointer_token(replica_type));
 }
 
-int32_t replicas_of(const framework::FrameworkDescriptor& d, const json::Value& job, std::string_view replica_type) {
-  const json::Value* spec = replica_spec(d, job, replica_type);
+int32_t replicas_of(const framework::FrameworkDescriptor& descriptor, const json::Value& job, std::string_view replica_type) {
+  const json::Value* spec = replica_spec(descriptor, job, replica_type);
   if (!spec) return 0;
   auto n = json::get_int(*spec, "/replicas");
   return n ? static_cast<int32_t>(*n) : 1;
 }
 
-Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::Value& job,
+Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                            std::string_view replica_type, int32_t index) {
-  const json::Value* spec = replica_spec(d, job, replica_type);
+  const json::Value* spec = replica_spec(descriptor, job, replica_type);
   if (!spec || !spec->IsObject())
-    return fail(fmt::format("spec.{}[{}]: replica spec missing", d.replica_specs_field, replica_type));
+    return fail(fmt::format("spec.{}[{}]: replica spec missing", descriptor.replica_specs_field, replica_type));
   const std::string job_name(json::get_string(job, "/metadata/name").value_or(""));
   const std::string ns(json::get_string(job, "/metadata/namespace").value_or(""));
 
@@ -109,15 +104,15 @@ Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::
     meta.RemoveMember("labels");
     meta.AddMember("labels", json::Value(rapidjson::kObjectType), a);
   }
-  auto common = replica_labels(d, job_name, replica_type, index);
+  auto common = replica_labels(descriptor, job_name, replica_type, index);
   for (const auto& m : common.root().GetObject())
     put_label(meta["labels"], std::string_view(m.name.GetString(), m.name.GetStringLength()),
               std::string_view(m.value.GetString(), m.value.GetStringLength()), a);
   json::Value owners(rapidjson::kArrayType);
   // The descriptor names the kind, whatever version the job object was read as.
   api::OwnerReference ref = api::make_owner_reference(job);
-  ref.api_version = d.api_version();
-  ref.kind = d.kind;
+  ref.api_version = descriptor.api_version();
+  ref.kind = descriptor.kind;
   owners.PushBack(ref.to_json(a), a);
   meta.AddMember("ownerReferences", owners, a);
   pod.root().AddMember("metadata", meta, a);
@@ -133,17 +128,6 @@ Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::
   }
   pod.root().AddMember("spec", pod_spec, a);
   return built;
-}
-
-std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container) {
-  const json::Value* statuses = json::find(pod, "/status/containerStatuses");
-  if (!statuses || !statuses->IsArray()) return std::nullopt;
-  for (const auto& s : statuses->GetArray()) {
-    if (json::get_string(s, "/name") != container) continue;
-    if (auto code = json::get_int(s, "/state/terminated/exitCode")) return static_cast<int32_t>(*code);
-    if (auto code = json::get_int(s, "/lastState/terminated/exitCode")) return static_cast<int32_t>(*code);
-  }
-  return std::nullopt;
 }
 
 }  // namespace unitrain::controller

@@ -1,5 +1,5 @@
 // The parts of a job's children every framework shares: names, the common labels, owner
-// references, the restart-policy mapping and the projection of a replica template into a pod.
+// references and the projection of a replica template into a pod.
 // Pure functions of the job and the descriptor, so the exact strings are unit-tested.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "core/controller/restart_policy.h"
 #include "core/framework/descriptor.h"
 #include "core/json/json.h"
 
@@ -25,22 +26,22 @@ std::string lower(std::string_view s);
 std::string replica_name(std::string_view job, std::string_view replica_type, int32_t index);
 
 // {operator-name, job-name} (the selector of all of a job's pods).
-json::Document job_selector_labels(const framework::FrameworkDescriptor& d, std::string_view job);
+json::Document job_selector_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job);
 // The selector above plus the replica-type label and, when index >= 0, the replica index.
-json::Document replica_labels(const framework::FrameworkDescriptor& d, std::string_view job,
+json::Document replica_labels(const framework::FrameworkDescriptor& descriptor, std::string_view job,
                               std::string_view replica_type, int32_t index);
+// The API server is deleting the object (deletionTimestamp set): a terminating pod still shows
+// in the caches but no longer counts as the slot's pod or as a surplus one.
+inline bool terminating(const json::Value& obj) { return json::find(obj, "/metadata/deletionTimestamp") != nullptr; }
+
 // "k1=v1,k2=v2" with keys sorted, the label-selector string of a label map.
 std::string selector_string(const json::Value& labels);
 
-
-// The pod restartPolicy written for a replica restartPolicy: ExitCode runs as Never.
-std::string pod_restart_policy(std::string_view replica_restart_policy);
-
 // The replica spec of `replica_type` in the (defaulted) job, or null.
-const json::Value* replica_spec(const framework::FrameworkDescriptor& d, const json::Value& job,
+const json::Value* replica_spec(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                                 std::string_view replica_type);
 // Replicas of a type (a missing count is 1, as the defaults make it).
-int32_t replicas_of(const framework::FrameworkDescriptor& d, const json::Value& job, std::string_view replica_type);
+int32_t replicas_of(const framework::FrameworkDescriptor& descriptor, const json::Value& job, std::string_view replica_type);
 
 struct BuiltPod {
   json::Document pod;
@@ -48,10 +49,7 @@ struct BuiltPod {
 };
 // A pod for one slot: template metadata and spec, common labels, name, namespace, restart
 // policy, owner reference. Framework decoration comes after.
-Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& d, const json::Value& job,
+Result<BuiltPod> build_pod(const framework::FrameworkDescriptor& descriptor, const json::Value& job,
                            std::string_view replica_type, int32_t index);
-
-// Exit code of the named container's terminated state (state, else lastState), if any.
-std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
 
 }  // namespace unitrain::controller

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/framework/job_labels.h"
 #include "core/kube/client.h"
 
 namespace unitrain::framework {
@@ -40,7 +42,7 @@ struct FrameworkDescriptor {
   std::string controller_name;
   // Label that tells a pod's replica type; its value is the lower-cased type.
   // training-operator uses training.kubeflow.org/replica-type, mpi-operator v2 .../job-role.
-  std::string replica_type_label = "training.kubeflow.org/replica-type";
+  std::string replica_type_label = std::string(job_labels::kReplicaType);
   // The `framework` label of the training_operator_* metrics ("pytorch").
   std::string metrics_framework;
 
@@ -64,5 +66,12 @@ struct FrameworkDescriptor {
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }
 };
+
+// The descriptor every kubeflow.org/v1 training-operator kind shares: name
+// "kubeflow.org/<kind lower>", aliases "<kind lower>" and the metrics framework ("pytorch"),
+// plural "<kind lower>s", controller "<kind lower>-controller", managedBy training-operator.
+FrameworkDescriptor kubeflow_v1_descriptor(std::string_view kind, std::string_view replica_specs_field,
+                                           std::vector<std::string> replica_types, std::string_view container,
+                                           std::string_view port_name, int32_t port, std::string_view metrics_framework);
 
 }  // namespace unitrain::framework

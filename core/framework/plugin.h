@@ -150,9 +150,26 @@ struct CoreWording {
   std::string message;
 };
 
-// training-operator's reasons and messages (training-operator-v1.md §3.5a).
+// training-operator's reasons ("<Kind>Created", "<Kind>Failed", ...) and messages ("<Kind> <name>
+// is created.", "Job <name> has failed because it has reached the specified backoff limit", ...).
 CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
                                       std::string_view replica_type);
+
+// An object the job needs exists under the name the job gives it, but the job does not control
+// it (it belongs to another owner, or to none). The core leaves it alone: it records a Warning
+// event worded by the framework, fails the pass with the same message (retried with backoff) and
+// acts again once the object is gone.
+struct ForeignObject {
+  std::string_view kind;      // "Pod", "ConfigMap", "PodGroup"
+  std::string_view resource;  // "pods", "configmaps", "podgroups"
+  std::string_view name;
+};
+
+// training-operator's common job controller: a pod or a replica's Service fails its create with
+// the API server's AlreadyExists (`FailedCreatePod` / `FailedCreateService`, "Error creating:
+// pods "<name>" already exists"); any other kind gets `ErrResourceExists`, "Resource "<name>"
+// of Kind "<Kind>" already exists and is not managed by <job kind>".
+CoreWording training_operator_foreign_object_wording(std::string_view job_kind, const ForeignObject& object);
 
 // --- the plugin --------------------------------------------------------------------------------
 
@@ -191,6 +208,12 @@ class FrameworkPlugin {
   // Reasons and messages of the conditions and events the core raises (default: training-operator's).
   virtual CoreWording wording(CoreEvent e, const json::Value& job, std::string_view replica_type) const {
     return training_operator_wording(e, descriptor().kind, job, replica_type);
+  }
+  // The Warning event (reason, message) for an object the job does not control found under the
+  // job's name for it; the message is also the pass's error (default: training-operator's).
+  virtual CoreWording foreign_object_wording(const json::Value& job, const ForeignObject& object) const {
+    (void)job;
+    return training_operator_foreign_object_wording(descriptor().kind, object);
   }
 };
 

@@ -6,15 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/framework/ascii.h"
+
 namespace unitrain::framework {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+using ascii::lower;
 
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t");

@@ -33,4 +33,13 @@ CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const 
   return {};
 }
 
+CoreWording training_operator_foreign_object_wording(std::string_view job_kind, const ForeignObject& object) {
+  if (object.resource == "pods" || object.resource == "services") {
+    return {object.resource == "pods" ? "FailedCreatePod" : "FailedCreateService",
+            fmt::format("Error creating: {} \"{}\" already exists", object.resource, object.name)};
+  }
+  return {"ErrResourceExists", fmt::format("Resource \"{}\" of Kind \"{}\" already exists and is not managed by {}",
+                                           object.name, object.kind, job_kind)};
+}
+
 }  // namespace unitrain::framework

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/framework/ascii.h"
+
 namespace unitrain::gang {
 
 namespace {
@@ -145,17 +147,11 @@ class SchedulerPlugins final : public Backend {
   std::string scheduler_;
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(std::string_view gang_scheduler_name) {
   if (gang_scheduler_name.empty()) return nullptr;
-  if (iequals(gang_scheduler_name, "volcano")) return std::make_unique<Volcano>();
+  if (framework::ascii::iequals(gang_scheduler_name, "volcano")) return std::make_unique<Volcano>();
   return std::make_unique<SchedulerPlugins>(std::string(gang_scheduler_name));
 }
 

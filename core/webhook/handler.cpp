@@ -1,24 +1,20 @@
 #include "core/webhook/handler.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include "core/api/field_errors.h"
+#include "core/framework/ascii.h"
+#include "core/webhook/review.h"
 
 namespace unitrain::webhook {
 
 namespace {
 
+using framework::ascii::lower;
 using json::Value;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string dashed(std::string_view group) {
   std::string out(group);
@@ -54,19 +50,7 @@ void diff_into(const Value& from, const Value& to, const std::string& path, Valu
   if (!json::equal(from, to)) op("replace", path, &to);
 }
 
-// The admission.k8s.io/v1 AdmissionReview around `response` (which gets the request's uid).
-Reply review_reply(const Value& request, Value response, json::Document& doc) {
-  auto& a = doc.alloc();
-  const Value* uid = json::find(request, "/uid");
-  Value out(rapidjson::kObjectType);
-  out.AddMember("uid", uid != nullptr ? Value(*uid, a) : str("", a), a);
-  for (auto& m : response.GetObject()) out.AddMember(Value(m.name, a), Value(m.value, a), a);
-  doc.root().SetObject();
-  doc.root().AddMember("apiVersion", "admission.k8s.io/v1", a);
-  doc.root().AddMember("kind", "AdmissionReview", a);
-  doc.root().AddMember("response", out, a);
-  return Reply{200, "application/json", doc.dump()};
-}
+Reply json_reply(std::string body) { return Reply{200, "application/json", std::move(body)}; }
 
 }  // namespace
 
@@ -134,36 +118,32 @@ Reply Handler::handle(std::string_view path, std::string_view body) const {
 }
 
 Reply Handler::admit(const Route& route, std::string_view body) const {
-  auto review = json::Document::parse(body);
-  if (!review) return bad_request("AdmissionReview: " + review.error().message);
-  const Value* request = json::find(review->root(), "/request");
-  if (json::get_string(review->root(), "/kind") != std::string_view("AdmissionReview") || request == nullptr ||
-      !request->IsObject())
-    return bad_request("expected an admission.k8s.io/v1 AdmissionReview with a request");
-  const std::string operation(json::get_string(*request, "/operation").value_or(""));
-  const Value* object = json::find(*request, "/object");
-  const Value* old_object = json::find(*request, "/oldObject");
-  if (object != nullptr && object->IsNull()) object = nullptr;
-  if (old_object != nullptr && old_object->IsNull()) old_object = nullptr;
   const auto& d = route.plugin->descriptor();
-  json::Document out;
+  const AdmissionTarget target{{d.group, d.version, d.kind}, d.resource(), route.endpoint->type == WebhookType::Validating};
+  auto request = parse_admission_review(body, target);
+  if (!request) return json_reply(admission_review_refusal(request.error().uid, request.error().message));
+  const Operation operation = request->operation;
+  const Value* object = request->object;
+  const Value* old_object = request->old_object;
+  json::Document out = json::Document::object();
   auto& a = out.alloc();
-  Value response(rapidjson::kObjectType);
+  Value& response = out.root();
   Value warnings(rapidjson::kArrayType);
   if (const auto* deprecation = route.plugin->capabilities().deprecation)
     if (route.endpoint->type == WebhookType::Validating) warnings.PushBack(str(deprecation->warning(), a), a);
 
   if (route.endpoint->type == WebhookType::Mutating) {
+    // Nothing to default on DELETE, as controller-runtime's defaulting webhooks answer.
     response.AddMember("allowed", true, a);
-    if (object != nullptr && object->IsObject()) {
+    if (object != nullptr) {
       json::Document mutated = json::Document::copy_of(*object);
       if (options_.persist_defaults) route.plugin->set_defaults(mutated);
       // On update the stored owner stands (the validating webhook refuses a change).
-      if (!route.fill_managed_by.empty() && operation == "CREATE" &&
-          json::find(mutated.root(), "/spec/runPolicy/managedBy") == nullptr && json::find(mutated.root(), "/spec") &&
-          json::find(mutated.root(), "/spec")->IsObject()) {
+      const Value* spec = json::find(mutated.root(), "/spec");
+      if (!route.fill_managed_by.empty() && operation == Operation::Create && spec != nullptr && spec->IsObject() &&
+          json::find(mutated.root(), "/spec/runPolicy/managedBy") == nullptr) {
         if (auto s = json::set_string(mutated, "/spec/runPolicy/managedBy", route.fill_managed_by); !s)
-          return bad_request(fmt::format("{}: {}", d.kind, s.error().message));
+          return json_reply(admission_review_refusal(request->uid, fmt::format("{}: {}", d.kind, s.error().message)));
       }
       json::Document patch = json_patch_diff(*object, mutated.root());
       if (!patch.root().Empty()) {
@@ -171,27 +151,30 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
         response.AddMember("patch", str(base64_encode(patch.dump()), a), a);
       }
     }
-    return review_reply(*request, std::move(response), out);
+    return json_reply(admission_review_reply(request->uid, response));
   }
 
+  // DELETE and CONNECT are not validated (only a deprecated kind's warning goes back), as
+  // controller-runtime's validating webhooks answer them.
   framework::Validation v;
-  if (operation != "DELETE" && object != nullptr) {
+  if (operation == Operation::Create || operation == Operation::Update) {
+    const Value* old = operation == Operation::Update ? old_object : nullptr;
     if (d.validates_defaulted) {
       json::Document defaulted = json::Document::copy_of(*object);
       route.plugin->set_defaults(defaulted);
       std::optional<json::Document> old_defaulted;
-      if (operation == "UPDATE" && old_object != nullptr) {
-        old_defaulted = json::Document::copy_of(*old_object);
+      if (old != nullptr) {
+        old_defaulted = json::Document::copy_of(*old);
         route.plugin->set_defaults(*old_defaulted);
       }
       v = route.plugin->validate(old_defaulted ? &old_defaulted->root() : nullptr, defaulted.root());
     } else {
-      v = route.plugin->validate(operation == "UPDATE" ? old_object : nullptr, *object);
+      v = route.plugin->validate(old, *object);
     }
     // The owner of a job never changes, whatever the framework checks itself.
-    if (operation == "UPDATE" && old_object != nullptr) {
+    if (old != nullptr) {
       const Value* now = json::find(*object, "/spec/runPolicy/managedBy");
-      const Value* before = json::find(*old_object, "/spec/runPolicy/managedBy");
+      const Value* before = json::find(*old, "/spec/runPolicy/managedBy");
       const bool same = (now == nullptr && before == nullptr) ||
                         (now != nullptr && before != nullptr && json::equal(*now, *before));
       const std::string field = "spec.runPolicy.managedBy";
@@ -206,8 +189,7 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
   for (const auto& w : v.warnings) warnings.PushBack(str(w, a), a);
   response.AddMember("allowed", v.ok(), a);
   if (!v.ok()) {
-    const std::string name(json::get_string(*object, "/metadata/name").value_or(
-        json::get_string(*request, "/name").value_or("")));
+    const std::string name(json::get_string(*object, "/metadata/name").value_or(request->name));
     json::Document status = api::invalid_status(d.group, d.kind, name, v.errors);
     // AdmissionResponse.status is a metav1.Status without type meta.
     status.root().EraseMember("kind");
@@ -215,55 +197,38 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
     response.AddMember("status", Value(status.root(), a), a);
   }
   if (!warnings.Empty()) response.AddMember("warnings", warnings, a);
-  return review_reply(*request, std::move(response), out);
+  return json_reply(admission_review_reply(request->uid, response));
 }
 
 Reply Handler::convert(std::string_view body) const {
-  auto review = json::Document::parse(body);
-  if (!review) return bad_request("ConversionReview: " + review.error().message);
-  const Value* request = json::find(review->root(), "/request");
-  const Value* objects = request ? json::find(*request, "/objects") : nullptr;
-  auto desired = request ? json::get_string(*request, "/desiredAPIVersion") : std::nullopt;
-  if (json::get_string(review->root(), "/kind") != std::string_view("ConversionReview") || objects == nullptr ||
-      !objects->IsArray() || !desired)
-    return bad_request("expected an apiextensions.k8s.io/v1 ConversionReview with request.desiredAPIVersion and objects");
-
-  json::Document out = json::Document::object();
-  auto& a = out.alloc();
-  Value converted(rapidjson::kArrayType);
-  std::string failure;
-  for (const auto& object : objects->GetArray()) {
+  auto request = parse_conversion_review(body);
+  if (!request) {
+    if (request.error().uid.empty()) return bad_request(request.error().message);
+    return json_reply(conversion_review_failure(request.error().uid, request.error().message));
+  }
+  const std::string desired_group = request->desired_api_version.substr(0, request->desired_api_version.find('/'));
+  json::Document converted = json::Document::array();
+  auto& a = converted.alloc();
+  const api::FieldPath objects_path = api::FieldPath("request").child("objects");
+  for (rapidjson::SizeType i = 0; i < request->objects->Size(); ++i) {
+    const Value& object = (*request->objects)[i];
+    const api::FieldPath path = objects_path.index(i);
+    auto failure = [&](const std::string& why) { return json_reply(conversion_review_failure(request->uid, why)); };
+    if (!object.IsObject()) return failure(fmt::format("{}: must be an object", path.str()));
     const std::string api_version(json::get_string(object, "/apiVersion").value_or(""));
     const std::string kind(json::get_string(object, "/kind").value_or(""));
-    const std::string group = api_version.substr(0, api_version.find('/') == std::string::npos ? 0 : api_version.find('/'));
+    const auto slash = api_version.find('/');
+    const std::string group = slash == std::string::npos ? std::string() : api_version.substr(0, slash);
+    if (group != desired_group)
+      return failure(fmt::format("{}.apiVersion: \"{}\" is not in group {} of desiredAPIVersion {}", path.str(), api_version,
+                                 desired_group, request->desired_api_version));
     const auto* c = registry_.find_conversion(group, kind);
-    if (c == nullptr) {
-      failure = fmt::format("no conversion for {} {}", api_version, kind);
-      break;
-    }
-    auto result = c->convert(object, *desired);
-    if (!result) {
-      failure = result.error().message;
-      break;
-    }
-    converted.PushBack(Value(result->root(), a), a);
+    if (c == nullptr) return failure(fmt::format("no conversion for {} {}", api_version, kind));
+    auto result = c->convert(object, request->desired_api_version);
+    if (!result) return failure(fmt::format("{}: {}", path.str(), result.error().message));
+    converted.root().PushBack(Value(result->root(), a), a);
   }
-  Value response(rapidjson::kObjectType);
-  const Value* uid = json::find(*request, "/uid");
-  response.AddMember("uid", uid != nullptr ? Value(*uid, a) : str("", a), a);
-  Value result(rapidjson::kObjectType);
-  if (failure.empty()) {
-    response.AddMember("convertedObjects", converted, a);
-    result.AddMember("status", "Success", a);
-  } else {
-    result.AddMember("status", "Failure", a);
-    result.AddMember("message", str(failure, a), a);
-  }
-  response.AddMember("result", result, a);
-  out.root().AddMember("apiVersion", "apiextensions.k8s.io/v1", a);
-  out.root().AddMember("kind", "ConversionReview", a);
-  out.root().AddMember("response", response, a);
-  return Reply{200, "application/json", out.dump()};
+  return json_reply(conversion_review_success(request->uid, converted.root()));
 }
 
 json::Document Handler::configuration(WebhookType type, const json::Value& client_config) const {

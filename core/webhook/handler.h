@@ -55,8 +55,10 @@ class Handler {
   // conversion and at least one enabled module.
   std::vector<std::string> conversion_crds() const;
 
-  // A POST to `path` carrying an AdmissionReview or ConversionReview. 404 for an unknown path,
-  // 400 for a body that is not a review.
+  // A POST to `path` carrying an AdmissionReview or ConversionReview. 404 for an unknown path.
+  // A malformed review fails closed as core/webhook/review.h describes: an AdmissionReview that
+  // refuses (allowed: false, 400 BadRequest status), a ConversionReview Failure, or an HTTP 400
+  // for a conversion body with no request to answer.
   Reply handle(std::string_view path, std::string_view body) const;
 
   // The configurations that register endpoints() with an API server; `client_config` is the

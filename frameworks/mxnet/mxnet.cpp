@@ -9,9 +9,16 @@
 
 #include "core/api/field_errors.h"
 #include "core/api/labels.h"
-#include "core/framework/common_hooks.h"
+#include "core/framework/ascii.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/framework/replica_defaults.h"
+#include "core/framework/replica_services.h"
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/mxnet/register.h"
 
@@ -24,11 +31,11 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using framework::common::EnvVar;
-using framework::common::lower;
-using framework::common::member;
-using framework::common::replicas_of;
-using framework::common::string_at;
+using framework::EnvVar;
+using framework::ascii::lower;
+using framework::json_members::member;
+using framework::replicas_of;
+using json::string_at;
 using json::Document;
 using json::Value;
 
@@ -61,62 +68,25 @@ class MXPlugin final : public framework::FrameworkPlugin {
   framework::Capabilities capabilities() const override { return {.deprecation = &deprecation_}; }
 
   void set_defaults(Document& job) const override {
-    framework::common::set_replica_defaults(d_, job, "Never", kRecased);
+    framework::set_replica_defaults(d_, job, "Never", kRecased);
   }
 
   // Upstream validates MXJobs in the reconciler and stops at the first problem; the message
-  // (the detail here) is upstream's. The webhook itself never rejects, it only warns.
+  // (the detail here) is upstream's. The rules every kind gets follow. The webhook upstream
+  // never rejects, it only warns.
   framework::Validation validate(const Value*, const Value& job) const override {
     framework::Validation out;
     out.warnings.emplace_back(kDeprecationWarning);
-    const std::string name = string_at(job, "/metadata/name");
-    if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
-      std::string joined;
-      for (const auto& r : reasons) joined += (joined.empty() ? "" : " ") + r;
-      out.errors.push_back(FieldError::invalid(FieldPath("metadata").child("name"), name, fmt::format("MXJob name is invalid: [{}]", joined)));
-      return out;
-    }
-    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
-    const Value* specs = framework::common::replica_specs(d_, job);
-    if (specs == nullptr) {
-      out.errors.push_back(FieldError::required(specs_path, "MXJobSpec is not valid"));
-      return out;
-    }
-    for (const auto& m : specs->GetObject()) {
-      const std::string rt(m.name.GetString(), m.name.GetStringLength());
-      const FieldPath containers_path = specs_path.key(rt).child("template").child("spec").child("containers");
-      const Value* containers = framework::common::containers_of_spec(&m.value);
-      if (containers == nullptr || containers->Empty()) {
-        out.errors.push_back(FieldError::required(containers_path, fmt::format("MXJobSpec is not valid: containers definition expected in {}", rt)));
-        return out;
-      }
-      bool named = false;
-      for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
-        if (string_at((*containers)[i], "/image").empty()) {
-          out.errors.push_back(FieldError::required(containers_path.index(i).child("image"),
-                                                    fmt::format("MXJobSpec is not valid: Image is undefined in the container of {}", rt)));
-          return out;
-        }
-        if (string_at((*containers)[i], "/name") == d_.default_container) named = true;
-      }
-      if (!named) {
-        out.errors.push_back(FieldError::required(
-            containers_path, fmt::format("MXJobSpec is not valid: There is no container named {} in {}", d_.default_container, rt)));
-        return out;
-      }
-    }
-    // Upstream counts Scheduler keys, which a map cannot repeat; we check the replica count.
-    if (const Value* scheduler = member(specs, kScheduler); scheduler != nullptr && replicas_of(scheduler) > 1) {
-      out.errors.push_back(FieldError::forbidden(specs_path.key(kScheduler).child("replicas"), "more than 1 scheduler found"));
-    }
+    first_problem(job, out.errors);
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
-    const Value* specs = framework::common::replica_specs(d_, job);
+    const Value* specs = framework::replica_specs(d_, job);
     if (specs == nullptr) return fail(fmt::format("MXJob {}: spec.mxReplicaSpecs is missing", name));
     // Cluster and labels maps keyed by lower-cased type, sorted as Go marshals maps.
     std::map<std::string, std::string> cluster;
@@ -126,7 +96,7 @@ class MXPlugin final : public framework::FrameworkPlugin {
     for (const auto& m : specs->GetObject()) {
       const std::string rt(m.name.GetString(), m.name.GetStringLength());
       const std::string lrt = lower(rt);
-      auto port = framework::common::named_port(d_, &m.value, kPortName);
+      auto port = framework::named_port(d_, &m.value, kPortName);
       if (!port) {
         return fail(fmt::format("MXJob {}: spec.mxReplicaSpecs[{}]: container \"{}\" has no port named \"{}\"", name, rt,
                                 d_.default_container, kPortName));
@@ -159,50 +129,82 @@ class MXPlugin final : public framework::FrameworkPlugin {
         {"DMLC_USE_KUBERNETES", "1", ""},
     };
     if (slot.replica_type == kWorker) env.push_back({"DMLC_WORKER_ID", std::to_string(slot.index), ""});
-    if (slot.replica_type == kServer) {
-      if (auto s = framework::common::set_master_role(pod); !s) return s;
-    }
-    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
-      framework::common::ensure_default_port(d_, *containers, pod.alloc());
-    }
-    return framework::common::append_env(pod, env);
+    return framework::decorate_replica_pod(d_, pod, slot.replica_type == kServer, env);
   }
 
   Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::common::replica_services(d_, job);
+    return framework::replica_services(d_, job);
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    using Rules = framework::common::ReplicaStatusRules;
+    using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
-    const Value* worker = framework::common::replica_spec(d_, job, kWorker);
+    const Value* worker = framework::replica_spec(d_, job, kWorker);
     // Single training: one Worker and no Scheduler or Server; then every type leads.
     const bool single = worker != nullptr && replicas_of(worker) == 1 &&
-                        framework::common::replica_spec(d_, job, kScheduler) == nullptr &&
-                        framework::common::replica_spec(d_, job, kServer) == nullptr;
+                        framework::replica_spec(d_, job, kScheduler) == nullptr &&
+                        framework::replica_spec(d_, job, kServer) == nullptr;
     Rules rules;
-    rules.lead = [single](const framework::common::ReplicaState& s) {
+    rules.lead = [single](const framework::ReplicaState& s) {
       return s.type == kScheduler || single ? Rules::Lead::RunningFirst : Rules::Lead::None;
     };
-    rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
-    rules.on_failed = &framework::common::restart_on_exit_code_policy;
-    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
-      if (type == "Running") return fmt::format("MXJob {} is running.", name);
-      if (type == "Succeeded") return fmt::format("MXJob {} is successfully completed.", name);
-      const std::string_view verb = type == "Restarting" ? "is restarting" : "is failed";
-      return fmt::format("mxjob {} {} because {} {} replica(s) failed.", name, verb, s.counts.failed, s.type);
-    };
-    return framework::common::replica_status_walk(d_, job, observed, rules);
+    rules.complete = [](const framework::ReplicaState& s) { return s.expected() == 0; };
+    rules.on_failed = &framework::restart_on_exit_code_policy;
+    rules.message = framework::messages_by_name(std::string(kKind), name, "mxjob");
+    return framework::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
+  // ValidateV1MXJob: the first problem only.
+  void first_problem(const Value& job, api::FieldErrorList& errs) const {
+    const std::string name = string_at(job, "/metadata/name");
+    if (auto reasons = api::validate_dns1035_label(name); !reasons.empty()) {
+      std::string joined;
+      for (const auto& r : reasons) joined += (joined.empty() ? "" : " ") + r;
+      errs.push_back(FieldError::invalid(FieldPath("metadata").child("name"), name, fmt::format("MXJob name is invalid: [{}]", joined)));
+      return;
+    }
+    const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
+    const Value* specs = framework::replica_specs(d_, job);
+    if (specs == nullptr) {
+      errs.push_back(FieldError::required(specs_path, "MXJobSpec is not valid"));
+      return;
+    }
+    for (const auto& m : specs->GetObject()) {
+      const std::string rt(m.name.GetString(), m.name.GetStringLength());
+      const FieldPath containers_path = specs_path.key(rt).child("template").child("spec").child("containers");
+      const Value* containers = framework::containers_of_spec(&m.value);
+      if (containers == nullptr || containers->Empty()) {
+        errs.push_back(FieldError::required(containers_path, fmt::format("MXJobSpec is not valid: containers definition expected in {}", rt)));
+        return;
+      }
+      bool named = false;
+      for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
+        if (string_at((*containers)[i], "/image").empty()) {
+          errs.push_back(FieldError::required(containers_path.index(i).child("image"),
+                                              fmt::format("MXJobSpec is not valid: Image is undefined in the container of {}", rt)));
+          return;
+        }
+        if (string_at((*containers)[i], "/name") == d_.default_container) named = true;
+      }
+      if (!named) {
+        errs.push_back(FieldError::required(
+            containers_path, fmt::format("MXJobSpec is not valid: There is no container named {} in {}", d_.default_container, rt)));
+        return;
+      }
+    }
+    // Upstream counts Scheduler keys, which a map cannot repeat; we check the replica count.
+    if (const Value* scheduler = member(specs, kScheduler); scheduler != nullptr && replicas_of(scheduler) > 1) {
+      errs.push_back(FieldError::forbidden(specs_path.key(kScheduler).child("replicas"), "more than 1 scheduler found"));
+    }
+  }
+
   framework::FrameworkDescriptor d_;
   Deprecation deprecation_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor(kKind, "mxReplicaSpecs", kReplicaTypes, "mxnet", kPortName, 9091, "mxnet");
-  return d;
+  return framework::kubeflow_v1_descriptor(kKind, "mxReplicaSpecs", kReplicaTypes, "mxnet", kPortName, 9091, "mxnet");
 }
 
 }  // namespace

@@ -6,9 +6,15 @@
 
 #include <fmt/format.h>
 
-#include "core/framework/common_hooks.h"
+#include "core/framework/ascii.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/framework/replica_defaults.h"
+#include "core/framework/replica_services.h"
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/paddle/register.h"
 
@@ -19,9 +25,9 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using framework::common::EnvVar;
-using framework::common::replicas_of;
-using framework::common::string_at;
+using framework::EnvVar;
+using framework::replicas_of;
+using json::string_at;
 using json::Document;
 using json::Value;
 
@@ -40,60 +46,55 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
   void set_defaults(Document& job) const override {
-    framework::common::set_replica_defaults(d_, job, "OnFailure", kReplicaTypes);
-    framework::common::set_elastic_replica_defaults(d_, job);
+    framework::set_replica_defaults(d_, job, "OnFailure", kReplicaTypes);
+    framework::set_elastic_replica_defaults(d_, job);
   }
 
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
-    framework::common::validate_name(job, out.errors);
-    framework::common::validate_managed_by(old_job, job, out.errors);
-    framework::common::validate_replica_specs(d_, job, {.restrict_types = true, .quote_default_name = true}, out.errors);
+    framework::validate_name(job, out.errors);
+    framework::validate_managed_by(old_job, job, out.errors);
+    framework::validate_replica_specs(d_, job, {.restrict_types = true, .quote_default_name = true}, out.errors);
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
-    const bool ps_mode = framework::common::replica_spec(d_, job, kMaster) != nullptr;
+    const bool ps_mode = framework::replica_spec(d_, job, kMaster) != nullptr;
     // The endpoint lives on Master 0 in PS mode and on Worker 0 in collective mode.
     const std::string_view endpoint_type = ps_mode ? kMaster : kWorker;
     const int32_t port =
-        framework::common::named_port(d_, framework::common::replica_spec(d_, job, endpoint_type), kPortName).value_or(kPort);
+        framework::named_port(d_, framework::replica_spec(d_, job, endpoint_type), kPortName).value_or(kPort);
     std::vector<EnvVar> env = {
         {"PYTHONUNBUFFERED", "1", ""},
         {"PADDLE_JOB_ID", name, ""},
-        {"PADDLE_NNODES", std::to_string(framework::common::total_replicas(d_, job)), ""},
+        {"PADDLE_NNODES", std::to_string(framework::total_replicas(d_, job)), ""},
     };
     if (slot.replica_type == endpoint_type && slot.index == 0) {
       env.push_back({"POD_IP_DUMMY", "", "status.podIP"});
       env.push_back({"PADDLE_MASTER", fmt::format("$(POD_IP_DUMMY):{}", port), ""});
     } else {
-      env.push_back({"PADDLE_MASTER", fmt::format("{}-{}-0:{}", name, framework::common::lower(endpoint_type), port), ""});
+      env.push_back({"PADDLE_MASTER", fmt::format("{}-{}-0:{}", name, framework::ascii::lower(endpoint_type), port), ""});
     }
     if (ps_mode) {
       if (slot.replica_type == kMaster) env.push_back({"PADDLE_SERVER_NUM", "1", ""});
       if (slot.replica_type == kWorker) env.push_back({"PADDLE_TRAINER_NUM", "1", ""});
     }
-    if (slot.replica_type == kMaster) {
-      if (auto s = framework::common::set_master_role(pod); !s) return s;
-    }
-    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
-      framework::common::ensure_default_port(d_, *containers, pod.alloc());
-    }
-    return framework::common::append_env(pod, env);
+    return framework::decorate_replica_pod(d_, pod, slot.replica_type == kMaster, env);
   }
 
   Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::common::replica_services(d_, job);
+    return framework::replica_services(d_, job);
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    const bool master = framework::common::replica_spec(d_, job, kMaster) != nullptr;
-    return framework::common::replica_status_walk(
+    const bool master = framework::replica_spec(d_, job, kMaster) != nullptr;
+    return framework::replica_status_walk(
         d_, job, observed,
-        framework::common::master_worker_status_rules(std::string(kKind), string_at(job, "/metadata/name"),
+        framework::master_worker_status_rules(std::string(kKind), string_at(job, "/metadata/name"),
                                                       string_at(job, "/metadata/namespace"), master));
   }
 
@@ -102,8 +103,7 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor(kKind, "paddleReplicaSpecs", kReplicaTypes, "paddle", kPortName, kPort, "paddle");
-  return d;
+  return framework::kubeflow_v1_descriptor(kKind, "paddleReplicaSpecs", kReplicaTypes, "paddle", kPortName, kPort, "paddle");
 }
 
 }  // namespace

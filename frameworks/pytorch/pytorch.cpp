@@ -1,6 +1,6 @@
 // PyTorchJob hooks. Behaviour follows training-operator v1.8.1 (defaults, env, init container,
 // services, HPA, status) and the v1.9 webhook (validation); see
-// /docs/compatibility.md for the upstream quirks this module keeps or fixes.
+// docs/compatibility.md for the upstream quirks this module keeps or fixes.
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -13,9 +13,15 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
-#include "core/framework/common_hooks.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/framework/replica_defaults.h"
+#include "core/framework/replica_services.h"
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/pytorch/register.h"
 
@@ -37,33 +43,19 @@ constexpr std::string_view kWorker = "Worker";
 constexpr std::string_view kContainer = "pytorch";
 constexpr std::string_view kPortName = "pytorchjob-port";
 constexpr int32_t kPort = 23456;
-constexpr std::string_view kController = "pytorchjob-controller";
 constexpr std::string_view kDefaultRestartPolicy = "OnFailure";
-
-constexpr std::string_view kLabelReplicaType = "training.kubeflow.org/replica-type";
 
 const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
 
-framework::FrameworkDescriptor make_descriptor();
+using framework::FrameworkDescriptor;
+using framework::json_members::member;
+using framework::named_port;
+using framework::replica_spec;
+using framework::replicas_of;
+using framework::total_replicas;
+using json::string_at;
 
-// The module's descriptor, built once; the shared hooks are parameterised by it.
-const framework::FrameworkDescriptor& desc() {
-  static const framework::FrameworkDescriptor d = make_descriptor();
-  return d;
-}
-
-using framework::common::lower;
-using framework::common::member;
-using framework::common::replicas_of;
-using framework::common::string_at;
-
-
-const Value* replica_spec(const Value& job, std::string_view rt) { return framework::common::replica_spec(desc(), job, rt); }
-bool has_master(const Value& job) { return replica_spec(job, kMaster) != nullptr; }
-int32_t total_replicas(const Value& job) { return framework::common::total_replicas(desc(), job); }
-std::optional<int32_t> named_port(const Value* spec, std::string_view name) {
-  return framework::common::named_port(desc(), spec, name);
-}
+bool has_master(const FrameworkDescriptor& d, const Value& job) { return replica_spec(d, job, kMaster) != nullptr; }
 
 // "auto" and the device names count one process per node for WORLD_SIZE, as upstream does.
 int32_t nproc_per_node_int(const Value& job) {
@@ -75,23 +67,23 @@ int32_t nproc_per_node_int(const Value& job) {
   return n;
 }
 
-using framework::common::EnvVar;
+using framework::EnvVar;
 
 std::string master_address(const Value& job) { return string_at(job, "/metadata/name") + "-master-0"; }
 
-Result<std::vector<EnvVar>> env_for(const Value& job, const PodSlot& slot) {
+Result<std::vector<EnvVar>> env_for(const FrameworkDescriptor& d, const Value& job, const PodSlot& slot) {
   std::vector<EnvVar> env;
   env.push_back({"PYTHONUNBUFFERED", "1"});
   const std::string name = string_at(job, "/metadata/name");
-  if (has_master(job)) {
-    auto port = named_port(replica_spec(job, kMaster), kPortName);
+  if (has_master(d, job)) {
+    auto port = named_port(d, replica_spec(d, job, kMaster), kPortName);
     if (!port) return fail(fmt::format("PyTorchJob {}: spec.pytorchReplicaSpecs[Master]: container \"{}\" has no port named \"{}\"", name, kContainer, kPortName));
     env.push_back({"MASTER_PORT", std::to_string(*port)});
     env.push_back({"PET_MASTER_PORT", std::to_string(*port)});
     env.push_back({"MASTER_ADDR", master_address(job)});
     env.push_back({"PET_MASTER_ADDR", master_address(job)});
     int32_t rank = slot.index + (slot.replica_type == kWorker ? 1 : 0);
-    env.push_back({"WORLD_SIZE", std::to_string(total_replicas(job) * nproc_per_node_int(job))});
+    env.push_back({"WORLD_SIZE", std::to_string(total_replicas(d, job) * nproc_per_node_int(job))});
     env.push_back({"RANK", std::to_string(rank)});
     env.push_back({"PET_NODE_RANK", std::to_string(rank)});
   }
@@ -99,12 +91,12 @@ Result<std::vector<EnvVar>> env_for(const Value& job, const PodSlot& slot) {
 
   const Value* elastic = json::find(job, "/spec/elasticPolicy");
   if (elastic != nullptr && elastic->IsObject()) {
-    const Value* worker = replica_spec(job, kWorker);
+    const Value* worker = replica_spec(d, job, kWorker);
     std::string host = string_at(*elastic, "/rdzvHost");
     if (host.empty()) host = name + "-worker-0";
     std::optional<int64_t> port = json::get_int(*elastic, "/rdzvPort");
     if (!port) {
-      auto wp = named_port(worker, kPortName);
+      auto wp = named_port(d, worker, kPortName);
       if (!wp) return fail(fmt::format("PyTorchJob {}: spec.pytorchReplicaSpecs[Worker]: container \"{}\" has no port named \"{}\" for the rendezvous endpoint", name, kContainer, kPortName));
       port = *wp;
     }
@@ -132,14 +124,14 @@ Result<std::vector<EnvVar>> env_for(const Value& job, const PodSlot& slot) {
     }
     if (json::get_bool(*elastic, "/standalone").value_or(false)) env.push_back({"PET_STANDALONE", ""});
   } else {
-    env.push_back({"PET_NNODES", std::to_string(total_replicas(job))});
+    env.push_back({"PET_NNODES", std::to_string(total_replicas(d, job))});
   }
   return env;
 }
 
 // The pod that carries `job-role: master`: every Master pod, else worker 0.
-bool is_master_role(const Value& job, const PodSlot& slot) {
-  if (has_master(job)) return slot.replica_type == kMaster;
+bool is_master_role(const FrameworkDescriptor& d, const Value& job, const PodSlot& slot) {
+  if (has_master(d, job)) return slot.replica_type == kMaster;
   return slot.replica_type == kWorker && slot.index == 0;
 }
 
@@ -178,8 +170,8 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
   void set_defaults(Document& job) const override {
-    framework::common::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
-    framework::common::set_elastic_replica_defaults(d_, job);
+    framework::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    framework::set_elastic_replica_defaults(d_, job);
     const Value* elastic = json::find(job.root(), "/spec/elasticPolicy");
     const bool elastic_nproc = elastic != nullptr && elastic->IsObject() && member(elastic, "nProcPerNode") != nullptr &&
                                !member(elastic, "nProcPerNode")->IsNull();
@@ -192,12 +184,12 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
     auto& errs = out.errors;
-    framework::common::validate_name(job, errs);
-    framework::common::validate_managed_by(old_job, job, errs);
+    framework::validate_name(job, errs);
+    framework::validate_managed_by(old_job, job, errs);
     const FieldPath specs_path = FieldPath("spec").child("pytorchReplicaSpecs");
     const Value* elastic = json::find(job, "/spec/elasticPolicy");
     if (elastic != nullptr && elastic->IsObject()) {
-      if (replica_spec(job, kWorker) == nullptr) {
+      if (replica_spec(d_, job, kWorker) == nullptr) {
         errs.push_back(FieldError::required(specs_path.key(kWorker), "must be configured if elastic policy is used"));
       }
       const Value* enp = member(elastic, "nProcPerNode");
@@ -210,7 +202,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
         }
       }
     }
-    framework::common::validate_replica_specs(d_, job, {}, errs);
+    framework::validate_replica_specs(d_, job, {}, errs);
     if (const Value* specs = json::find(job, "/spec/pytorchReplicaSpecs"); specs != nullptr && specs->IsObject()) {
       for (const auto& m : specs->GetObject()) {
         std::string rt(m.name.GetString(), m.name.GetStringLength());
@@ -224,29 +216,22 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
         }
       }
     }
+    framework::validate_elastic_replicas(job, errs);
+    framework::validate_common_spec(d_, job, errs);
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
-    auto env = env_for(job, slot);
+    auto env = env_for(d_, job, slot);
     if (!env) return fail(env.error());
-    auto& a = pod.alloc();
-    if (is_master_role(job, slot)) {
-      if (auto s = framework::common::set_master_role(pod); !s) return s;
-    }
-    if (Value* containers = json::find(pod.root(), "/spec/containers")) framework::common::ensure_default_port(d_, *containers, a);
-    if (auto s = framework::common::append_env(pod, *env); !s) return s;
-    if (slot.replica_type == kWorker && has_master(job)) {
-      Value* spec = json::find(pod.root(), "/spec");
-      Value* inits = member(spec, "initContainers");
-      if (inits == nullptr || !inits->IsArray()) {
-        if (inits != nullptr) spec->RemoveMember("initContainers");
-        spec->AddMember("initContainers", Value(rapidjson::kArrayType), a);
-        inits = member(spec, "initContainers");
-      }
-      inits->PushBack(init_container(job, config_.option("pytorch-init-container-image"),
+    if (auto s = framework::decorate_replica_pod(d_, pod, is_master_role(d_, job, slot), *env); !s) return s;
+    if (slot.replica_type == kWorker && has_master(d_, job)) {
+      auto& a = pod.alloc();
+      Value& inits = framework::json_members::ensure_array(framework::json_members::ensure_object(pod.root(), "spec", a),
+                                                           "initContainers", a);
+      inits.PushBack(init_container(job, config_.option("pytorch-init-container-image"),
                                      config_.option("pytorch-init-container-max-tries"), a),
                       a);
     }
@@ -254,7 +239,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   }
 
   Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    auto services = framework::common::replica_services(d_, job);
+    auto services = framework::replica_services(d_, job);
     if (!services) return fail(services.error());
     std::vector<DesiredObject> out = std::move(*services);
     const std::string name = string_at(job, "/metadata/name");
@@ -293,17 +278,17 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    using Rules = framework::common::ReplicaStatusRules;
+    using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
     const std::string ns = string_at(job, "/metadata/namespace");
-    const bool master = has_master(job);
+    const bool master = has_master(d_, job);
     const Value* elastic_policy = json::find(job, "/spec/elasticPolicy");
     const bool elastic = elastic_policy != nullptr && elastic_policy->IsObject();
-    Rules rules = framework::common::master_worker_status_rules(std::string(kKind), name, ns, master);
-    rules.complete = [&](const framework::common::ReplicaState& s) {
+    Rules rules = framework::master_worker_status_rules(std::string(kKind), name, ns, master);
+    rules.complete = [&](const framework::ReplicaState& s) {
       return s.expected() == 0 || (!master && elastic && s.counts.succeeded > 0);
     };
-    return framework::common::replica_status_walk(d_, job, observed, rules);
+    return framework::replica_status_walk(d_, job, observed, rules);
   }
 
   std::vector<kube::GroupVersionResource> pruned_resources() const override {
@@ -316,8 +301,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor(kKind, "pytorchReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "pytorch");
-  d.replica_type_label = std::string(kLabelReplicaType);
+  auto d = framework::kubeflow_v1_descriptor(kKind, "pytorchReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "pytorch");
   d.owned_resources = {{"autoscaling", "v2", "horizontalpodautoscalers"}};
   return d;
 }

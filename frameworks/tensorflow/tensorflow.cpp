@@ -10,9 +10,18 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
-#include "core/framework/common_hooks.h"
+#include "core/api/kubeflow.h"
+#include "core/controller/pod_builder.h"
+#include "core/framework/ascii.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/framework/replica_defaults.h"
+#include "core/framework/replica_services.h"
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/tensorflow/register.h"
 
@@ -25,10 +34,10 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using framework::common::lower;
-using framework::common::member;
-using framework::common::replicas_of;
-using framework::common::string_at;
+using framework::ascii::lower;
+using framework::json_members::member;
+using framework::replicas_of;
+using json::string_at;
 using json::Document;
 using json::Value;
 
@@ -45,15 +54,15 @@ constexpr std::string_view kDefaultRestartPolicy = "Never";
 const std::vector<std::string> kReplicaTypes = {"Chief", "Evaluator", "Master", "PS", "Worker"};
 
 bool has_chief_or_master(const framework::FrameworkDescriptor& d, const Value& job) {
-  return framework::common::replica_spec(d, job, kChief) != nullptr ||
-         framework::common::replica_spec(d, job, kMaster) != nullptr;
+  return framework::replica_spec(d, job, kChief) != nullptr ||
+         framework::replica_spec(d, job, kMaster) != nullptr;
 }
 
 // Σ replicas over the five known types; TF_CONFIG is only written when this is not 1.
 int32_t known_replicas(const framework::FrameworkDescriptor& d, const Value& job) {
   int32_t n = 0;
   for (const std::string& rt : kReplicaTypes) {
-    if (const Value* spec = framework::common::replica_spec(d, job, rt)) n += replicas_of(spec);
+    if (const Value* spec = framework::replica_spec(d, job, rt)) n += replicas_of(spec);
   }
   return n;
 }
@@ -69,11 +78,11 @@ std::map<std::string, std::vector<std::string>> cluster_spec(const framework::Fr
   std::map<std::string, std::vector<std::string>> cluster;
   const std::string name = string_at(job, "/metadata/name");
   const std::string ns = string_at(job, "/metadata/namespace");
-  const Value* specs = framework::common::replica_specs(d, job);
+  const Value* specs = framework::replica_specs(d, job);
   if (specs == nullptr) return cluster;
   for (const auto& m : specs->GetObject()) {
     const std::string rt = lower(std::string_view(m.name.GetString(), m.name.GetStringLength()));
-    const int32_t port = framework::common::named_port(d, &m.value, kPortName).value_or(kPort);
+    const int32_t port = framework::named_port(d, &m.value, kPortName).value_or(kPort);
     auto& list = cluster[rt];
     for (int32_t i = 0; i < replicas_of(&m.value); ++i) {
       std::string host = fmt::format("{}-{}-{}.{}.svc", name, rt, i, ns);
@@ -129,25 +138,6 @@ bool is_master_role(const framework::FrameworkDescriptor& d, const Value& job, c
   return slot.replica_type == kWorker && slot.index == 0;
 }
 
-// Exit code of the terminated `tensorflow` container of a pod, if it terminated.
-std::optional<int64_t> exit_code(const Value& pod) {
-  const Value* statuses = json::find(pod, "/status/containerStatuses");
-  if (statuses == nullptr || !statuses->IsArray()) return std::nullopt;
-  for (const auto& s : statuses->GetArray()) {
-    if (string_at(s, "/name") == kContainer) return json::get_int(s, "/state/terminated/exitCode");
-  }
-  return std::nullopt;
-}
-
-bool has_true_condition(const Value& job, std::string_view type) {
-  const Value* conds = json::find(job, "/status/conditions");
-  if (conds == nullptr || !conds->IsArray()) return false;
-  for (const auto& c : conds->GetArray()) {
-    if (string_at(c, "/type") == type && string_at(c, "/status") == "True") return true;
-  }
-  return false;
-}
-
 class TFPlugin final : public framework::FrameworkPlugin {
  public:
   TFPlugin(framework::FrameworkDescriptor d, framework::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
@@ -155,84 +145,79 @@ class TFPlugin final : public framework::FrameworkPlugin {
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
   void set_defaults(Document& job) const override {
-    framework::common::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    framework::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
     const Value* sp = json::find(job.root(), "/spec/successPolicy");
     if (sp == nullptr || sp->IsNull()) (void)json::set_string(job, "/spec/successPolicy", "");
   }
 
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
-    framework::common::validate_name(job, out.errors);
-    framework::common::validate_managed_by(old_job, job, out.errors);
+    framework::validate_name(job, out.errors);
+    framework::validate_managed_by(old_job, job, out.errors);
     // TF accepts any replica key (upstream does not restrict them).
-    framework::common::validate_replica_specs(d_, job, {.restrict_types = false}, out.errors);
-    if (const Value* specs = framework::common::replica_specs(d_, job)) {
+    framework::validate_replica_specs(d_, job, {.restrict_types = false}, out.errors);
+    if (const Value* specs = framework::replica_specs(d_, job)) {
       const int keys = (member(specs, kChief) != nullptr ? 1 : 0) + (member(specs, kMaster) != nullptr ? 1 : 0);
       if (keys > 1) {
         out.errors.push_back(FieldError::forbidden(FieldPath("spec").child(d_.replica_specs_field),
                                                    "must not have more than 1 Chief or Master role"));
       }
     }
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
-    if (is_master_role(d_, job, slot)) {
-      if (auto s = framework::common::set_master_role(pod); !s) return s;
-    }
-    Value* containers = json::find(pod.root(), "/spec/containers");
-    if (containers == nullptr || !containers->IsArray()) {
-      return fail(fmt::format("pod {}: spec.containers is missing", string_at(pod.root(), "/metadata/name")));
-    }
-    framework::common::ensure_default_port(d_, *containers, pod.alloc());
-    if (known_replicas(d_, job) == 1) return {};
-    return framework::common::append_env(pod, {{"TF_CONFIG", tf_config(d_, job, slot, config_.cluster_domain), ""}},
-                                         kContainer);
+    std::vector<framework::EnvVar> env;
+    if (known_replicas(d_, job) != 1) env.push_back({"TF_CONFIG", tf_config(d_, job, slot, config_.cluster_domain)});
+    return framework::decorate_replica_pod(d_, pod, is_master_role(d_, job, slot), env, kContainer);
   }
 
   Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::common::replica_services(d_, job);
+    return framework::replica_services(d_, job);
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    using Rules = framework::common::ReplicaStatusRules;
+    using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
     const std::string ns = string_at(job, "/metadata/namespace");
     const bool chief = has_chief_or_master(d_, job);
     const bool dynamic = json::get_bool(job, "/spec/enableDynamicWorker").value_or(false);
     const bool all_workers = string_at(job, "/spec/successPolicy") == "AllWorkers";
-    const bool was_restarting = has_true_condition(job, "Restarting");
+    auto status = api::job_status_of(job);
+    const bool was_restarting = status && status->has_condition(api::condition_type::kRestarting);
     bool worker0_completed = true;
-    if (framework::common::replica_spec(d_, job, kWorker) != nullptr) {
-      const Value* pod = framework::common::pod_at(d_, std::string(kWorker), 0, observed);
-      worker0_completed = pod != nullptr && string_at(*pod, "/status/phase") == "Succeeded" && exit_code(*pod) == 0;
+    if (framework::replica_spec(d_, job, kWorker) != nullptr) {
+      const Value* pod = framework::pod_at(d_, std::string(kWorker), 0, observed);
+      worker0_completed = pod != nullptr && string_at(*pod, "/status/phase") == "Succeeded" &&
+                          controller::container_exit_code(*pod, kContainer) == 0;
     }
     Rules rules;
-    rules.lead = [&](const framework::common::ReplicaState& s) {
+    rules.lead = [&](const framework::ReplicaState& s) {
       if (chief) return s.type == kChief || s.type == kMaster ? Rules::Lead::RunningFirst : Rules::Lead::None;
       return s.type == kWorker ? Rules::Lead::CompletionFirst : Rules::Lead::None;
     };
-    rules.complete = [&](const framework::common::ReplicaState& s) {
+    rules.complete = [&](const framework::ReplicaState& s) {
       return s.expected() == 0 || (!chief && worker0_completed && !all_workers);
     };
     // Upstream re-asserts a Restarting condition that existed when the pass started; otherwise
-    // any failed replica fails the job (QUIRK 6: it keeps visiting after Succeeded and may add
-    // Failed too; the shared walk stops at the first terminal condition instead).
-    rules.on_failed = [&](const framework::common::ReplicaState& s) {
+    // any failed replica fails the job. Upstream also keeps visiting types after Succeeded and
+    // may add Failed too; the shared walk stops at the first terminal condition instead.
+    rules.on_failed = [&](const framework::ReplicaState& s) {
       if (was_restarting) return Rules::OnFailed::Restart;
       if (dynamic && s.type == kWorker) return Rules::OnFailed::Ignore;
       return Rules::OnFailed::Fail;
     };
-    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
+    rules.message = [&](std::string_view type, const framework::ReplicaState& s) {
       if (type == "Running") return fmt::format("TFJob {}/{} is running.", ns, name);
       if (type == "Succeeded") return fmt::format("TFJob {}/{} successfully completed.", ns, name);
       if (type == "Restarting")
         return fmt::format("TFJob {}/{} is restarting because {} {} replica(s) failed.", ns, name, s.counts.failed, s.type);
       return fmt::format("TFJob {}/{} has failed because {} {} replica(s) failed.", ns, name, s.counts.failed, s.type);
     };
-    return framework::common::replica_status_walk(d_, job, observed, rules);
+    return framework::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
@@ -241,8 +226,7 @@ class TFPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor(kKind, "tfReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "tensorflow");
-  return d;
+  return framework::kubeflow_v1_descriptor(kKind, "tfReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "tensorflow");
 }
 
 }  // namespace

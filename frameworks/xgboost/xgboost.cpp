@@ -7,9 +7,15 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
-#include "core/framework/common_hooks.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
+#include "core/framework/replica_defaults.h"
+#include "core/framework/replica_services.h"
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/xgboost/register.h"
 
@@ -22,10 +28,10 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using framework::common::EnvVar;
-using framework::common::member;
-using framework::common::replicas_of;
-using framework::common::string_at;
+using framework::EnvVar;
+using framework::json_members::member;
+using framework::replicas_of;
+using json::string_at;
 using json::Document;
 using json::Value;
 
@@ -43,17 +49,17 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
   const framework::FrameworkDescriptor& descriptor() const override { return d_; }
 
   void set_defaults(Document& job) const override {
-    framework::common::set_replica_defaults(d_, job, "Never", kReplicaTypes);
+    framework::set_replica_defaults(d_, job, "Never", kReplicaTypes);
   }
 
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
     auto& errs = out.errors;
-    framework::common::validate_name(job, errs);
-    framework::common::validate_managed_by(old_job, job, errs);
-    framework::common::validate_replica_specs(d_, job, {}, errs);
+    framework::validate_name(job, errs);
+    framework::validate_managed_by(old_job, job, errs);
+    framework::validate_replica_specs(d_, job, {}, errs);
     const FieldPath specs_path = FieldPath("spec").child(d_.replica_specs_field);
-    if (const Value* specs = framework::common::replica_specs(d_, job)) {
+    if (const Value* specs = framework::replica_specs(d_, job)) {
       const Value* master = member(specs, kMaster);
       if (master != nullptr) {
         const Value* r = member(master, "replicas");
@@ -64,20 +70,21 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
         errs.push_back(FieldError::required(specs_path.key(kMaster), "must be present"));
       }
     }
+    framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::common::pod_slots(d_, job); }
+  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
-    const Value* master = framework::common::replica_spec(d_, job, kMaster);
-    auto master_port = framework::common::named_port(d_, master, kPortName);
+    const Value* master = framework::replica_spec(d_, job, kMaster);
+    auto master_port = framework::named_port(d_, master, kPortName);
     if (!master_port) {
       return fail(fmt::format("XGBoostJob {}: spec.xgbReplicaSpecs[Master]: container \"{}\" has no port named \"{}\"", name,
                               d_.default_container, kPortName));
     }
-    const int32_t total = framework::common::total_replicas(d_, job);
+    const int32_t total = framework::total_replicas(d_, job);
     const int32_t rank = slot.index + (slot.replica_type == kWorker ? replicas_of(master) : 0);
     std::vector<EnvVar> env = {
         {"MASTER_PORT", std::to_string(*master_port), ""},
@@ -87,7 +94,7 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
         {"PYTHONUNBUFFERED", "1", ""},
     };
     if (total > 1) {
-      auto worker_port = framework::common::named_port(d_, framework::common::replica_spec(d_, job, kWorker), kPortName);
+      auto worker_port = framework::named_port(d_, framework::replica_spec(d_, job, kWorker), kPortName);
       if (!worker_port) {
         return fail(fmt::format("XGBoostJob {}: spec.xgbReplicaSpecs[Worker]: container \"{}\" has no port named \"{}\"", name,
                                 d_.default_container, kPortName));
@@ -97,36 +104,25 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
       env.push_back({"WORKER_PORT", std::to_string(*worker_port), ""});
       env.push_back({"WORKER_ADDRS", addrs, ""});
     }
-    if (slot.replica_type == kMaster) {
-      if (auto s = framework::common::set_master_role(pod); !s) return s;
-    }
-    if (Value* containers = json::find(pod.root(), "/spec/containers")) {
-      framework::common::ensure_default_port(d_, *containers, pod.alloc());
-    }
-    return framework::common::append_env(pod, env);
+    return framework::decorate_replica_pod(d_, pod, slot.replica_type == kMaster, env);
   }
 
   Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::common::replica_services(d_, job);
+    return framework::replica_services(d_, job);
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
-    using Rules = framework::common::ReplicaStatusRules;
+    using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
     Rules rules;
-    rules.lead = [](const framework::common::ReplicaState& s) {
+    rules.lead = [](const framework::ReplicaState& s) {
       return s.type == kMaster ? Rules::Lead::RunningFirst : Rules::Lead::None;
     };
-    rules.complete = [](const framework::common::ReplicaState& s) { return s.expected() == 0; };
-    rules.on_failed = &framework::common::restart_on_exit_code_policy;
-    rules.message = [&](std::string_view type, const framework::common::ReplicaState& s) {
-      if (type == "Running") return fmt::format("XGBoostJob {} is running.", name);
-      if (type == "Succeeded") return fmt::format("XGBoostJob {} is successfully completed.", name);
-      const std::string_view verb = type == "Restarting" ? "is restarting" : "is failed";
-      return fmt::format("XGBoostJob {} {} because {} {} replica(s) failed.", name, verb, s.counts.failed, s.type);
-    };
+    rules.complete = [](const framework::ReplicaState& s) { return s.expected() == 0; };
+    rules.on_failed = &framework::restart_on_exit_code_policy;
+    rules.message = framework::messages_by_name(std::string(kKind), name, "XGBoostJob");
     rules.running_before_terminal = true;
-    return framework::common::replica_status_walk(d_, job, observed, rules);
+    return framework::replica_status_walk(d_, job, observed, rules);
   }
 
  private:
@@ -134,8 +130,7 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor(kKind, "xgbReplicaSpecs", kReplicaTypes, "xgboost", kPortName, 9999, "xgboost");
-  return d;
+  return framework::kubeflow_v1_descriptor(kKind, "xgbReplicaSpecs", kReplicaTypes, "xgboost", kPortName, 9999, "xgboost");
 }
 
 }  // namespace

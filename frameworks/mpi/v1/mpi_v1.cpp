@@ -1,6 +1,6 @@
 // MPIJob kubeflow.org/v1 hooks, following training-operator v1.8.1 pkg/controller.v1/mpi
 // (defaults, reconcile-time validation messages, object names and contents, env, status).
-// Deliberate departures are listed in /docs/compatibility.md.
+// Deliberate departures are listed in docs/compatibility.md.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -11,8 +11,13 @@
 #include <fmt/format.h>
 
 #include "core/api/field_errors.h"
-#include "core/framework/common_hooks.h"
+#include "core/framework/child_objects.h"
+#include "core/framework/job_labels.h"
+#include "core/framework/job_spec.h"
+#include "core/framework/job_validation.h"
+#include "core/framework/json_members.h"
 #include "core/framework/plugin.h"
+#include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "frameworks/mpi/v1/register.h"
@@ -26,16 +31,14 @@ using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
-using framework::common::member;
-using framework::common::string_at;
+using framework::json_members::member;
+using json::string_at;
 using json::Allocator;
 using json::Document;
 using json::Value;
 
 constexpr std::string_view kLauncher = "Launcher";
 constexpr std::string_view kWorker = "Worker";
-constexpr std::string_view kReplicaTypeLabel = "training.kubeflow.org/replica-type";
-constexpr std::string_view kReplicaIndexLabel = "training.kubeflow.org/replica-index";
 constexpr std::string_view kConfigVolume = "mpi-job-config";
 constexpr std::string_view kConfigMountPath = "/etc/mpi";
 constexpr std::string_view kKubectlVolume = "mpi-job-kubectl";
@@ -44,18 +47,9 @@ constexpr int kScriptMode = 0555;
 constexpr int kHostfileMode = 0444;
 const std::vector<std::string> kReplicaTypes = {"Launcher", "Worker"};
 
-rapidjson::GenericStringRef<char> ref(std::string_view s) {
-  return rapidjson::StringRef(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
-// obj[key] as an array (or object), replacing a member of another type.
-Value& array_member(Value& obj, std::string_view key, Allocator& a) {
-  auto it = obj.FindMember(ref(key));
-  if (it != obj.MemberEnd() && it->value.IsArray()) return it->value;
-  if (it != obj.MemberEnd()) obj.RemoveMember(it);
-  obj.AddMember(json::str(key, a), Value(rapidjson::kArrayType), a);
-  return obj.FindMember(ref(key))->value;
-}
+using framework::ConfigMapFile;
+using framework::json_members::ensure_array;
+using framework::volume_mount;
 
 Value named(std::string_view name, Allocator& a) {
   Value v(rapidjson::kObjectType);
@@ -63,17 +57,9 @@ Value named(std::string_view name, Allocator& a) {
   return v;
 }
 
-Value mount(std::string_view name, std::string_view path, Allocator& a) {
-  Value m = named(name, a);
-  m.AddMember("mountPath", json::str(path, a), a);
-  return m;
-}
-
+// Go's EnvVar omits an empty value: NVIDIA_VISIBLE_DEVICES="" is written as a bare name.
 Value env_var(std::string_view name, std::string_view value, Allocator& a) {
-  Value e = named(name, a);
-  // Go's EnvVar omits an empty value: NVIDIA_VISIBLE_DEVICES="" is written as a bare name.
-  if (!value.empty()) e.AddMember("value", json::str(value, a), a);
-  return e;
+  return framework::env_var_json({std::string(name), std::string(value)}, a);
 }
 
 Value strings(std::initializer_list<std::string_view> items, Allocator& a) {
@@ -83,20 +69,8 @@ Value strings(std::initializer_list<std::string_view> items, Allocator& a) {
 }
 
 // The ConfigMap volume `mpi-job-config` with the given keys (each with its file mode).
-Value config_volume(const std::string& job, std::initializer_list<std::pair<std::string_view, int>> items, Allocator& a) {
-  Value list(rapidjson::kArrayType);
-  for (auto [key, mode] : items) {
-    Value item(rapidjson::kObjectType);
-    item.AddMember("key", json::str(key, a), a);
-    item.AddMember("path", json::str(key, a), a);
-    item.AddMember("mode", Value(mode), a);
-    list.PushBack(item, a);
-  }
-  Value cm = named(job + "-config", a);
-  cm.AddMember("items", list, a);
-  Value v = named(kConfigVolume, a);
-  v.AddMember("configMap", cm, a);
-  return v;
+Value config_volume(const std::string& job, std::initializer_list<ConfigMapFile> files, Allocator& a) {
+  return framework::config_map_volume(kConfigVolume, job + "-config", files, a);
 }
 
 // ---- reading the job -------------------------------------------------------------------------
@@ -123,7 +97,7 @@ const Value* spec_of(const Value& job, std::string_view rt) {
 // A launcher "needs GPU" when any of its containers limits a resource whose name ends with
 // `.com/gpu` or contains `gpu` (training-operator's isGPULauncher).
 bool gpu_launcher(const Value* launcher) {
-  const Value* containers = framework::common::containers_of_spec(launcher);
+  const Value* containers = framework::containers_of_spec(launcher);
   if (containers == nullptr) return false;
   for (const auto& c : containers->GetArray()) {
     const Value* limits = json::find(c, "/resources/limits");
@@ -169,7 +143,7 @@ std::vector<const Value*> worker_pods(const JobView& j, const Observed& observed
   for (int32_t i = 0; i < j.workers; ++i) slot_names.push_back(j.worker_name(i));
   std::vector<const Value*> out;
   for (const Value* pod : observed.pods) {
-    if (pod == nullptr || label_of(*pod, kReplicaTypeLabel) != "worker") continue;
+    if (pod == nullptr || label_of(*pod, framework::job_labels::kReplicaType) != "worker") continue;
     if (only_slots && std::find(slot_names.begin(), slot_names.end(), string_at(*pod, "/metadata/name")) == slot_names.end()) continue;
     out.push_back(pod);
   }
@@ -188,18 +162,7 @@ bool finished(const Value* pod) {
 // ---- objects ---------------------------------------------------------------------------------
 
 Document object(std::string_view api_version, std::string_view kind, const JobView& j, std::string_view name) {
-  Document d = Document::object();
-  auto& a = d.alloc();
-  Value& r = d.root();
-  r.AddMember("apiVersion", json::str(api_version, a), a);
-  r.AddMember("kind", json::str(kind, a), a);
-  Value meta = named(name, a);
-  if (!j.ns.empty()) meta.AddMember("namespace", json::str(j.ns, a), a);
-  Value labels(rapidjson::kObjectType);
-  labels.AddMember("app", json::str(j.name, a), a);
-  meta.AddMember("labels", labels, a);
-  r.AddMember("metadata", meta, a);
-  return d;
+  return framework::child_object(api_version, kind, name, j.ns, {{"app", j.name}});
 }
 
 std::string kubexec(const JobView& j) {
@@ -299,8 +262,8 @@ Value kubectl_delivery(const JobView& j, std::string_view image, Allocator& a) {
   resources.AddMember("requests", resource_list(a), a);
   c.AddMember("resources", resources, a);
   Value mounts(rapidjson::kArrayType);
-  mounts.PushBack(mount(kKubectlVolume, kKubectlMountPath, a), a);
-  mounts.PushBack(mount(kConfigVolume, kConfigMountPath, a), a);
+  mounts.PushBack(volume_mount(kKubectlVolume, kKubectlMountPath, a), a);
+  mounts.PushBack(volume_mount(kConfigVolume, kConfigMountPath, a), a);
   c.AddMember("volumeMounts", mounts, a);
   c.AddMember("imagePullPolicy", "IfNotPresent", a);
   return c;
@@ -335,21 +298,17 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
     for (auto [rt, replicas] : {std::pair{kLauncher, 1}, std::pair{kWorker, 0}}) {
       Value* spec = member(json::find(job.root(), "/spec/mpiReplicaSpecs"), rt);
       if (spec == nullptr || !spec->IsObject()) continue;
-      Value* r = member(spec, "replicas");
-      if (r == nullptr || r->IsNull()) {
-        if (r != nullptr) spec->EraseMember("replicas");
-        spec->AddMember("replicas", Value(replicas), a);
-      }
-      Value* rp = member(spec, "restartPolicy");
-      if (rp == nullptr || rp->IsNull() || (rp->IsString() && rp->GetStringLength() == 0)) {
-        if (rp != nullptr) spec->EraseMember("restartPolicy");
-        spec->AddMember("restartPolicy", "Never", a);
+      if (member(spec, "replicas") == nullptr) framework::json_members::put(*spec, "replicas", Value(replicas), a);
+      const Value* rp = member(spec, "restartPolicy");
+      if (rp == nullptr || (rp->IsString() && rp->GetStringLength() == 0)) {
+        framework::json_members::put(*spec, "restartPolicy", "Never", a);
       }
     }
   }
 
   // ValidateV1MpiJobSpec's rules and messages as field errors (every error, not only the first
-  // one Go's map iteration happens to reach), then the managedBy rules of training-operator v1.9.
+  // one Go's map iteration happens to reach), the managedBy rules of training-operator v1.9, then
+  // the rules every kind gets (both cleanPodPolicy fields among them).
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
     auto& errs = out.errors;
@@ -362,7 +321,7 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
         const std::string rt(m.name.GetString(), m.name.GetStringLength());
         const FieldPath role = specs_path.key(rt);
         const FieldPath containers_path = role.child("template").child("spec").child("containers");
-        const Value* containers = framework::common::containers_of_spec(&m.value);
+        const Value* containers = framework::containers_of_spec(&m.value);
         if (containers == nullptr || containers->Empty()) {
           errs.push_back(FieldError::required(containers_path,
                                               fmt::format("MPIReplicaSpecs is not valid: containers definition expected in {}", rt)));
@@ -385,7 +344,7 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
         }
         if (rt == kLauncher) {
           const Value* r = member(&m.value, "replicas");
-          if (r != nullptr && !r->IsNull() && !(r->IsInt() && r->GetInt() == 1)) {
+          if (r != nullptr && !(r->IsInt() && r->GetInt() == 1)) {
             errs.push_back(FieldError::invalid(role.child("replicas"), api::FieldValue::of_json(*r),
                                                "MPIReplicaSpec is not valid: There must be only 1 launcher replica"));
           }
@@ -395,7 +354,13 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
         errs.push_back(FieldError::required(specs_path.key(kLauncher), "MPIReplicaSpec is not valid: Master ReplicaSpec must be present"));
       }
     }
-    framework::common::validate_managed_by(old_job, job, errs);
+    framework::validate_managed_by(old_job, job, errs);
+    // The deprecated location of cleanPodPolicy counts only while runPolicy's is unset (set_defaults
+    // then copies it there, so the controller reports it under spec.runPolicy).
+    if (const Value* clean = json::find(job, "/spec/cleanPodPolicy"); clean != nullptr && !json::find(job, "/spec/runPolicy/cleanPodPolicy")) {
+      if (auto e = framework::clean_pod_policy_error(*clean, FieldPath("spec").child("cleanPodPolicy"))) errs.push_back(*e);
+    }
+    framework::validate_common_spec(d_, job, errs);
     return out;
   }
 
@@ -428,22 +393,22 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
         c0.AddMember("args", strings({"365d"}, a), a);
       }
       // Open MPI checks the rsh agent's path on every rank, so workers carry kubexec.sh too.
-      array_member(c0, "volumeMounts", a).PushBack(mount(kConfigVolume, kConfigMountPath, a), a);
-      array_member(*spec, "volumes", a).PushBack(config_volume(j.name, {{"kubexec.sh", kScriptMode}}, a), a);
+      ensure_array(c0, "volumeMounts", a).PushBack(volume_mount(kConfigVolume, kConfigMountPath, a), a);
+      ensure_array(*spec, "volumes", a).PushBack(config_volume(j.name, {{"kubexec.sh", kScriptMode}}, a), a);
       return {};
     }
 
-    json::remove(pod, "/metadata/labels/" + json::escape_pointer_token(kReplicaIndexLabel));
-    if (auto s = framework::common::set_master_role(pod); !s) return s;
+    json::remove(pod, "/metadata/labels/" + json::escape_pointer_token(framework::job_labels::kReplicaIndex));
+    if (auto s = framework::set_master_role(pod); !s) return s;
     if (string_at(*spec, "/serviceAccountName").empty()) {
       spec->EraseMember("serviceAccountName");
       spec->AddMember("serviceAccountName", json::str(j.launcher_name(), a), a);
     }
-    array_member(*spec, "initContainers", a).PushBack(kubectl_delivery(j, config_.option(kKubectlDeliveryImageOption), a), a);
+    ensure_array(*spec, "initContainers", a).PushBack(kubectl_delivery(j, config_.option(kKubectlDeliveryImageOption), a), a);
     const std::string kubexec_path = fmt::format("{}/kubexec.sh", kConfigMountPath);
     const bool bootstrap = has_env(c0, "I_MPI_HYDRA_BOOTSTRAP");
     const bool bootstrap_exec = has_env(c0, "I_MPI_HYDRA_BOOTSTRAP_EXEC");
-    Value& env = array_member(c0, "env", a);
+    Value& env = ensure_array(c0, "env", a);
     env.PushBack(env_var("OMPI_MCA_plm_rsh_agent", kubexec_path, a), a);
     env.PushBack(env_var("OMPI_MCA_orte_default_hostfile", fmt::format("{}/hostfile", kConfigMountPath), a), a);
     if (!j.gpu_launcher) {
@@ -453,10 +418,10 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
     }
     if (!bootstrap) env.PushBack(env_var("I_MPI_HYDRA_BOOTSTRAP", "rsh", a), a);
     if (!bootstrap_exec) env.PushBack(env_var("I_MPI_HYDRA_BOOTSTRAP_EXEC", kubexec_path, a), a);
-    Value& mounts = array_member(c0, "volumeMounts", a);
-    mounts.PushBack(mount(kKubectlVolume, kKubectlMountPath, a), a);
-    mounts.PushBack(mount(kConfigVolume, kConfigMountPath, a), a);
-    Value& volumes = array_member(*spec, "volumes", a);
+    Value& mounts = ensure_array(c0, "volumeMounts", a);
+    mounts.PushBack(volume_mount(kKubectlVolume, kKubectlMountPath, a), a);
+    mounts.PushBack(volume_mount(kConfigVolume, kConfigMountPath, a), a);
+    Value& volumes = ensure_array(*spec, "volumes", a);
     Value empty_dir = named(kKubectlVolume, a);
     empty_dir.AddMember("emptyDir", Value(rapidjson::kObjectType), a);
     volumes.PushBack(empty_dir, a);
@@ -553,13 +518,20 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
     return p;
   }
 
+  // training-operator's MPIJob controller words an object it does not control under the job's
+  // name (its launcher pod, a worker, the ConfigMap, Role or RoleBinding) with its own constant.
+  framework::CoreWording foreign_object_wording(const Value&, const framework::ForeignObject& object) const override {
+    return {"ErrResourceExists", fmt::format("Resource \"{}\" of MPIJobKind \"{}\" already exists and is not managed by MPIJob",
+                                             object.name, object.kind)};
+  }
+
  private:
   framework::FrameworkDescriptor d_;
   framework::PluginConfig config_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::common::kubeflow_v1_descriptor("MPIJob", "mpiReplicaSpecs", kReplicaTypes, "mpi", "mpi-port", 0, "mpi");
+  auto d = framework::kubeflow_v1_descriptor("MPIJob", "mpiReplicaSpecs", kReplicaTypes, "mpi", "mpi-port", 0, "mpi");
   // Two modules serve MPIJob: this one answers to its versioned names, and to the bare kind only
   // when the operator's --mpi-default-version says v1.
   d.name = "kubeflow.org/mpijob@v1";
@@ -573,19 +545,12 @@ framework::FrameworkDescriptor make_descriptor() {
   return d;
 }
 
-std::unique_ptr<framework::FrameworkPlugin> make_plugin(const framework::PluginConfig& config) {
-  return std::make_unique<MpiV1Plugin>(make_descriptor(), config);
-}
-
 }  // namespace
 
 Status register_mpi_v1(framework::Registry& registry) {
-  framework::Registration r;
-  r.descriptor = make_descriptor();
-  r.factory = &make_plugin;
-  r.options = {{kKubectlDeliveryImageOption, "kubeflow/kubectl-delivery:latest",
-                "image of the MPIJob v1 launcher's kubectl-delivery init container"}};
-  return registry.add(std::move(r));
+  return registry.add(framework::registration_of<MpiV1Plugin, &make_descriptor>(
+      {{kKubectlDeliveryImageOption, "kubeflow/kubectl-delivery:latest",
+        "image of the MPIJob v1 launcher's kubectl-delivery init container"}}));
 }
 
 }  // namespace unitrain::frameworks::mpi::v1

@@ -8,8 +8,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 bin=${1:?usage: batch_job_e2e.sh LOCALCLUSTER_BINARY}
-command -v kubectl >/dev/null || die "kubectl is not installed"
-work=$(mktemp -d)
+require_tools kubectl
+make_workdir
 cleanup() {
   local rc=$?
   stop_cluster || rc=1
@@ -42,26 +42,27 @@ YAML
 }
 
 step "a Job failing twice completes within backoffLimit 3"
-job flaky 3 | k apply -f - | grep -q "job.batch/flaky created" || die "apply of flaky"
-k wait --for=condition=Complete job/flaky --timeout=60s | grep -q "condition met" || die "flaky did not complete"
+# Outputs are captured before they are matched: under pipefail, `kubectl ... | grep -q` fails when
+# grep leaves at its match before kubectl has written everything (SIGPIPE).
+out=$(job flaky 3 | k apply -f -) && [[ $out == *"job.batch/flaky created"* ]] || die "apply of flaky: $out"
+out=$(k wait --for=condition=Complete job/flaky --timeout=60s) && [[ $out == *"condition met"* ]] || die "flaky did not complete: $out"
 got=$(k get job flaky -o jsonpath='{.status.succeeded}/{.status.failed}')
 [[ $got == 1/2 ]] || die "flaky succeeded/failed = $got, want 1/2"
 pods=$(k get pods -l batch.kubernetes.io/job-name=flaky -o jsonpath='{range .items[*]}{.status.phase}{" "}{end}')
 [[ $(wc -w <<<"$pods") -eq 3 ]] || die "flaky should have made 3 pods, has: $pods"
 [[ $(grep -o Failed <<<"$pods" | wc -l) -eq 2 && $(grep -o Succeeded <<<"$pods" | wc -l) -eq 1 ]] ||
   die "flaky pod phases: $pods"
-# Captured first: with pipefail, grep -q leaving early would fail kubectl's write (SIGPIPE).
 names=$(k get pods -l job-name=flaky -o name)
 [[ -n $names ]] && ! grep -Evq '^pod/flaky-[a-z0-9]{5}$' <<<"$names" || die "pod names are not <job>-<5 chars>: $names"
 
 step "a Job failing twice with backoffLimit 1 ends Failed/BackoffLimitExceeded"
 job doomed 1 | k apply -f - >/dev/null
-k wait --for=condition=Failed job/doomed --timeout=60s | grep -q "condition met" || die "doomed did not fail"
+out=$(k wait --for=condition=Failed job/doomed --timeout=60s) && [[ $out == *"condition met"* ]] || die "doomed did not fail: $out"
 reason=$(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')
 [[ $reason == BackoffLimitExceeded ]] || die "doomed Failed reason = '$reason'"
 msg=$(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
 [[ $msg == "Job has reached the specified backoff limit" ]] || die "doomed Failed message = '$msg'"
-k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Complete")].type}' | grep -q . &&
+[[ -z $(k get job doomed -o jsonpath='{.status.conditions[?(@.type=="Complete")].type}') ]] ||
   die "doomed is both Failed and Complete"
 [[ $(k get job doomed -o jsonpath='{.status.failed}') == 2 ]] || die "doomed status.failed is not 2"
 
@@ -84,7 +85,8 @@ grep -q "restarted at" "$work/stderr" || die "no restart within 5s of SIGHUP"
   die "doomed lost its Failed condition across the restart"
 
 step "POST /unitrain/restart restarts it at runtime, state kept"
-k create --raw /unitrain/restart -f - <<<'{}' | grep -q '"restarting":true' || die "POST /unitrain/restart was not accepted"
+out=$(k create --raw /unitrain/restart -f - <<<'{}') && [[ $out == *'"restarting":true'* ]] ||
+  die "POST /unitrain/restart was not accepted: $out"
 for _ in $(seq 1 50); do
   [[ $(grep -c "restarted at" "$work/stderr") -ge 2 ]] && break
   sleep 0.1

@@ -9,8 +9,8 @@ source "$here/lib.sh"
 set +o pipefail
 bin=${1:?usage: kubectl_e2e.sh LOCALCLUSTER_BINARY [--tls]}
 shift
-command -v kubectl >/dev/null || die "kubectl is not installed"
-work=$(mktemp -d)
+require_tools kubectl python3
+make_workdir
 watch_pid=""
 cleanup() {
   local rc=$?
@@ -35,9 +35,10 @@ k api-resources | grep -E '^widgets +wd +e2e.unitrain.io/v1 +true +Widget' >/dev
   die "api-resources does not list widgets: $(k api-resources | grep -i widget || true)"
 
 step "watch widgets in the background"
-timeout 200 kubectl get widgets --watch --output-watch-events >"$work/watch.out" 2>"$work/watch.err" &
+# -v=6 logs the watch request once the server answered it: from then on no event can be missed.
+timeout 200 kubectl get widgets --watch --output-watch-events -v=6 >"$work/watch.out" 2>"$work/watch.err" &
 watch_pid=$!
-sleep 1
+wait_until 60 grep -q 'widgets?.*watch=true.* 200 OK' "$work/watch.err" || die "the background watch did not start within 60 s"
 
 step "apply a custom resource twice (the second is a no-op)"
 out=$(k apply -f "$here/widget.yaml")
@@ -107,7 +108,7 @@ if k get widget w1 >/dev/null 2>&1; then die "w1 still exists after delete --wai
 k delete pod p1 --wait --timeout=20s >/dev/null
 
 step "the background watch saw ADDED, MODIFIED and DELETED"
-sleep 1
+wait_until 30 grep -Eq '^DELETED +w1 ' "$work/watch.out" || true  # checked below, with all events
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
 watch_pid=""

@@ -1,6 +1,7 @@
 # Shared helpers of the local-cluster e2e scripts: start the binary on a free port, wait for its
 # `ready <url>` line, stop it on exit. Every step runs under a timeout so nothing hangs.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 die() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }

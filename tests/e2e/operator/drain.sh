@@ -4,8 +4,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 lc=$2 src=$3
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl curl
+make_workdir
 pids=()
 trap 'for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; wait "${pids[i]}" 2>/dev/null; done; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; tail -5 "$work/op.log"; exit 1; }

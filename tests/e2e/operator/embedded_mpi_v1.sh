@@ -3,9 +3,10 @@
 # installs the v1-only MPIJob CRD, and kubectl apply examples/mpi-v1.yaml runs to Succeeded with
 # the launcher Pod, its RBAC and the hostfile ConfigMap.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 --health-probe-bind-address 0 \
   --mpi-default-version v1 --mpi-kubectl-delivery-image example.com/kubectl-delivery:e2e >"$work/stdout" 2>"$work/stderr" &
 pid=$!

@@ -4,8 +4,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl curl
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 127.0.0.1:0 \
   --health-probe-bind-address 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 pid=$!

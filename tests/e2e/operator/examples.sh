@@ -2,9 +2,10 @@
 # Every YAML in examples/ is accepted by build/bin/localcluster once manifests/crds is installed
 # (schema validation of the CRDs included). The loop picks up examples added later on its own.
 set -u
+source "$(dirname "$0")/lib.sh"
 lc=$1 src=$2
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl
+make_workdir
 "$lc" --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" >"$work/out" 2>"$work/log" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT

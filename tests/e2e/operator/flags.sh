@@ -3,9 +3,11 @@
 # --log-format json writes one valid JSON object per line even for messages with quotes,
 # newlines and control characters; --zap-log-level filters by level.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1
 fails=0
-work=$(mktemp -d)
+require_tools python3
+make_workdir
 trap 'rm -rf "$work"' EXIT
 check_bad() {  # flag args...
   local flag=$1; shift

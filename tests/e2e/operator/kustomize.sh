@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every overlay in manifests/overlays renders with kubectl kustomize and holds what it promises.
 set -u
+source "$(dirname "$0")/lib.sh"
 src=$1
-command -v kubectl >/dev/null || { echo "SKIP: kubectl is not installed"; exit 77; }
-kubectl kustomize --help >/dev/null 2>&1 || { echo "SKIP: this kubectl has no kustomize"; exit 77; }
+require_tools kubectl
+help=$(kubectl kustomize --help 2>&1) || { echo "SKIPPED: this kubectl has no kustomize: $help"; exit 77; }
 fails=0
 for dir in "$src"/manifests/overlays/*/; do
   o=$(basename "$dir")

@@ -1,4 +1,5 @@
 # Shared by the operator e2e scripts (sourced).
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 # logged_port FLAG LOG PID: the port the operator logged as "FLAG serving on port N" (ports are
 # kernel-picked so that tests can run side by side). Waits up to 10 s while PID lives; prints

@@ -7,8 +7,8 @@ set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
 here=$(cd "$(dirname "$0")" && pwd)
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl curl python3
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --leader-elect --leader-election-id metrics-e2e \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 pid=$!

@@ -4,11 +4,19 @@
 # version it was written in; each job gets only its own framework's objects and succeeds; both
 # versions list every job; invalid specs of every framework are refused at admission with the
 # reference field paths; spec.runPolicy.managedBy cannot change.
+# Usage: mpi_side_by_side.sh OPERATOR SOURCE_DIR [REFERENCE_EXAMPLES]: with REFERENCE_EXAMPLES,
+# upstream's mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml run side by side instead of
+# examples/mpi-v1.yaml and examples/mpi-v2.yaml; when they are absent the test reports itself
+# skipped (77).
 set -u
 source "$(dirname "$0")/lib.sh"
-bin=$1 src=$2
-command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+bin=$1 src=$2 ref=${3:-}
+if [[ -n $ref && ! ( -f $ref/mpi-v1/tensorflow-mnist.yaml && -f $ref/mpi-v2/pi.yaml ) ]]; then
+  echo "SKIPPED: upstream examples mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml not found in $ref"
+  exit 77
+fi
+require_tools kubectl curl
+make_workdir
 "$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address 127.0.0.1:0 --crd-dir "$src/manifests/crds" \
   >"$work/stdout" 2>"$work/stderr" &
@@ -30,17 +38,14 @@ k() { kubectl --kubeconfig "$kc" "$@"; }
 served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{range .spec.versions[*]}{.name}/{.storage} {end}{.spec.conversion.strategy}')
 [[ $served == "v2beta1/true v1/false Webhook" ]] || fail "mpijobs CRD serves '$served'"
 
-# Jobs: ours always; the upstream examples when the reference tree is next to the sources.
-v1_jobs=(mpi-v1-demo) v2_jobs=(mpi-demo)
-k apply -f "$src/examples/mpi-v1.yaml" -f "$src/examples/mpi-v2.yaml" || fail "kubectl apply examples"
-ref="$src/../shared/reference/examples"
-if [[ -f $ref/mpi-v1/tensorflow-mnist.yaml && -f $ref/mpi-v2/pi.yaml ]]; then
+if [[ -n $ref ]]; then
   # Both upstream folders name a job tensorflow-mnist; v2's pi runs beside v1's tensorflow-mnist.
+  v1_jobs=(tensorflow-mnist) v2_jobs=(pi)
   k apply -n default -f "$ref/mpi-v1/tensorflow-mnist.yaml" -f "$ref/mpi-v2/pi.yaml" || fail "kubectl apply upstream examples"
-  v1_jobs+=(tensorflow-mnist) v2_jobs+=(pi)
-  echo "upstream examples: ran mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml from $ref"
+  echo "upstream examples: mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml from $ref"
 else
-  echo "upstream examples: did not run because $ref/mpi-v1 and $ref/mpi-v2 are not there (a clone without ../shared)"
+  v1_jobs=(mpi-v1-demo) v2_jobs=(mpi-demo)
+  k apply -f "$src/examples/mpi-v1.yaml" -f "$src/examples/mpi-v2.yaml" || fail "kubectl apply examples"
 fi
 
 for j in "${v1_jobs[@]}"; do

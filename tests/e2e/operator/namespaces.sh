@@ -2,9 +2,10 @@
 # Namespace scoping: `--namespace` repeats, and overrides $KUBEFLOW_NAMESPACE; the environment
 # variable alone scopes the operator too. Jobs outside the scope get no pods.
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-work=$(mktemp -d)
+require_tools kubectl
+make_workdir
 pid=
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 fails=0

@@ -4,14 +4,15 @@
 # of training-operator-v1.md §3–4 and run to Succeeded. The examples are read from the shared
 # reference folder next to the checkout; without it the test reports itself skipped (77).
 set -u
+source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2 examples=$3
 if [[ ! -d $examples ]]; then
   echo "SKIPPED: upstream examples not found at $examples (they live outside the repository)"
   exit 77
 fi
-command -v kubectl >/dev/null || { echo "kubectl is not installed"; exit 1; }
+require_tools kubectl
 echo "running against the upstream examples in $examples"
-work=$(mktemp -d)
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address 0 --crd-dir "$src/manifests/crds" >"$work/stdout" 2>"$work/stderr" &
 pid=$!

@@ -7,8 +7,8 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 bin=$1 src=$2
-for tool in kubectl curl openssl; do command -v $tool >/dev/null || { echo "$tool is not installed"; exit 1; }; done
-work=$(mktemp -d)
+require_tools kubectl curl openssl
+make_workdir
 "$bin" --embedded-cluster --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address 127.0.0.1:0 --webhook-cert-validity 12s \
   --crd-dir "$src/manifests/crds" >"$work/stdout" 2>"$work/stderr" &
@@ -41,7 +41,7 @@ policies=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubefl
            -o jsonpath='{.webhooks[*].matchPolicy}' | tr ' ' '\n' | sort -u)
 [[ $policies == Exact ]] || fail "mutating webhooks have matchPolicy '$policies', not only Exact"
 
-review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"kubeflow.org","version":"v1","kind":"PyTorchJob"},"resource":{"group":"kubeflow.org","version":"v1","resource":"pytorchjobs"},"operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
 call() { curl -sS --max-time 5 --cacert "$1" "https://127.0.0.1:$port$2" -H 'Content-Type: application/json' -d "$3"; }
 out=$(call "$work/ca.pem" /validate-kubeflow-org-v1-pytorchjob "$review") || fail "validating webhook call"
 grep -q '"allowed":false' <<<"$out" && grep -q '"field":"spec.pytorchReplicaSpecs"' <<<"$out" \

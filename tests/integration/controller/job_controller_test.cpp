@@ -113,8 +113,8 @@ TEST_CASE("controller: pods and services are created once and status follows the
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 3);
   CHECK(count_writes(f.client, kube::FakeClient::Verb::Delete, "pods") == 0);
-  CHECK(f.controller->counters()["ns"].successful == 1);
-  CHECK(f.controller->counters()["ns"].created == 1);
+  CHECK(eventually([&] { return f.controller->counters()["ns"].successful == 1; }));
+  CHECK(eventually([&] { return f.controller->counters()["ns"].created == 1; }));
 }
 
 TEST_CASE("controller: a job managed by another controller gets no writes") {
@@ -166,7 +166,7 @@ TEST_CASE("controller: cleanPodPolicy All deletes pods and their services when t
   REQUIRE(eventually([&] { return last_condition(f.client, "cleanup") == "Failed=True"; }));
   REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Delete, "pods") == 2; }));
   REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Delete, "services") == 2; }));
-  CHECK(f.controller->counters()["ns"].failed == 1);
+  CHECK(eventually([&] { return f.controller->counters()["ns"].failed == 1; }));
 }
 
 TEST_CASE("controller: suspend deletes pods and services; resume recreates them") {

@@ -4,6 +4,7 @@
 // own registry.
 #include "tests/integration/frameworks/lifecycle_fixture.h"
 
+#include "frameworks/tensorflow/register.h"
 #include "tests/integration/controller/echo_framework.h"
 
 using namespace unitrain::testing;
@@ -84,7 +85,89 @@ std::string launcher_pod(Cluster& k) {
   return "";
 }
 
+// TFJob whose validate() also refuses what admission refuses (negative replicas, an empty
+// replica-spec map): the controller's own path for a job no webhook has checked.
+class StrictTFJob final : public fw::FrameworkPlugin {
+ public:
+  StrictTFJob() {
+    fw::Registry registry;
+    REQUIRE(unitrain::frameworks::tensorflow::register_tensorflow(registry));
+    auto plugin = registry.instantiate("tfjob", {});
+    REQUIRE(plugin);
+    tf_ = std::move(*plugin);
+  }
+  const fw::FrameworkDescriptor& descriptor() const override { return tf_->descriptor(); }
+  void set_defaults(json::Document& job) const override { tf_->set_defaults(job); }
+  fw::Validation validate(const json::Value* old_job, const json::Value& job) const override {
+    auto v = tf_->validate(old_job, job);
+    const auto specs_path = unitrain::api::FieldPath("spec").child("tfReplicaSpecs");
+    const json::Value* specs = json::find(job, "/spec/tfReplicaSpecs");
+    if (!specs || !specs->IsObject() || specs->ObjectEmpty()) {
+      v.errors.push_back(unitrain::api::FieldError::required(specs_path, "must have at least one replica spec"));
+      return v;
+    }
+    for (const auto& m : specs->GetObject()) {
+      const json::Value* replicas = json::find(m.value, "/replicas");
+      if (replicas && replicas->IsInt() && replicas->GetInt() < 0)
+        v.errors.push_back(unitrain::api::FieldError::invalid(specs_path.key(m.name.GetString()).child("replicas"),
+                                                              unitrain::api::FieldValue::of_json(*replicas),
+                                                              "must be greater than or equal to 0"));
+    }
+    return v;
+  }
+  std::vector<fw::PodSlot> pod_slots(const json::Value& job) const override { return tf_->pod_slots(job); }
+  unitrain::Status decorate_pod(const json::Value& job, const fw::PodSlot& slot, json::Document& pod) const override {
+    return tf_->decorate_pod(job, slot, pod);
+  }
+  unitrain::Result<std::vector<fw::DesiredObject>> desired_objects(const json::Value& job, const fw::Observed& observed) const override {
+    return tf_->desired_objects(job, observed);
+  }
+  fw::StatusProposal compute_status(const json::Value& job, const fw::Observed& observed) const override {
+    return tf_->compute_status(job, observed);
+  }
+
+ private:
+  std::unique_ptr<fw::FrameworkPlugin> tf_;
+};
+
 }  // namespace
+
+TEST_CASE("an invalid spec without webhooks: the job is Failed once with the validation message and gets no children") {
+  struct Invalid {
+    std::string what, replica_specs, message;
+  };
+  const auto invalid = GENERATE(values<Invalid>({
+      {"negative replicas", "{Worker: {replicas: -1, template: {spec: {containers: [{name: tensorflow, image: x}]}}}}",
+       R"(TFJob.kubeflow.org "bad" is invalid: spec.tfReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or equal to 0)"},
+      {"empty replica specs", "{}",
+       R"(TFJob.kubeflow.org "bad" is invalid: spec.tfReplicaSpecs: Required value: must have at least one replica spec)"},
+  }));
+  INFO(invalid.what);
+  const kube::GroupVersionResource tfjobs{"kubeflow.org", "v1", "tfjobs"};
+  Cluster k;
+  k.install_crd("kubeflow.org_tfjobs.yaml");
+  c::JobController ctl(*k.client, k.clock, k.events, std::make_unique<StrictTFJob>(), {});
+  ctl.start();
+  REQUIRE(ctl.wait_for_sync(std::chrono::seconds(10)));
+  k.create_yaml(tfjobs, fmt::format("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {{name: bad, namespace: default}}\n"
+                                    "spec: {{tfReplicaSpecs: {}}}\n",
+                                    invalid.replica_specs));
+  REQUIRE(eventually([&] { return k.has_true(tfjobs, "bad", "Failed"); }));
+  CHECK(k.conditions(tfjobs, "bad").find(fmt::format("Failed=True(TFJobFailedValidation: {})", invalid.message)) != std::string::npos);
+  // Settled: one Failed write, one event, no children, no retries.
+  const auto failed = writes_since(k.cluster);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  INFO(writes_since(k.cluster, failed).describe());
+  CHECK(writes_since(k.cluster, failed).total(true) == 0);
+  CHECK(k.names(kPodsR).empty());
+  CHECK(k.names(kServicesR).empty());
+  int events = 0;
+  for (const auto& e : k.events.events()) events += e == "Warning TFJobFailedValidation " + invalid.message;
+  CHECK(events == 1);
+  CHECK(eventually([&] { return ctl.counters()["default"].failed == 1; }));
+  CHECK(ctl.reconcile_stats().errors == 0);
+  ctl.stop();
+}
 
 TEST_CASE("gang volcano: PyTorchJob pods wait for the PodGroup, carry its scheduler and annotation, and the group is written once") {
   Cluster k({.podgroup_crds = true});
@@ -117,7 +200,7 @@ TEST_CASE("gang volcano: PyTorchJob pods wait for the PodGroup, carry its schedu
   CHECK(w.get("POST podgroups") == 1);
   CHECK(w.get("PUT podgroups") == 0);  // the spec never differed: no rewrite per pass
   CHECK(w.get("DELETE podgroups") == 1);
-  CHECK(k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeletePodGroup Deleted PodGroup: pt"); }));
 }
 
 TEST_CASE("gang volcano: a PodGroup whose minResources do not fit stays Pending and no pod is created") {
@@ -368,6 +451,6 @@ spec:
   CHECK(str(*pod, "/metadata/labels/training.kubeflow.org~1operator-name") == "echojob-controller");
   CHECK(str(*pod, "/metadata/ownerReferences/0/kind") == "EchoJob");
   CHECK(k.names(kServicesR) == std::vector<std::string>{"hello-worker-0", "hello-worker-1"});
-  CHECK(ctl.counters()["default"].successful == 1);
+  CHECK(eventually([&] { return ctl.counters()["default"].successful == 1; }));
   ctl.stop();
 }

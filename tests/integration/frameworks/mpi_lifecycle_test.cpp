@@ -77,7 +77,7 @@ TEST_CASE("mpi lifecycle: a failed launcher Job fails the MPIJob and cleanPodPol
   CHECK(json::find(job->root(), "/status/completionTime"));
   // The launcher Job stays (mpi-operator never deletes it).
   CHECK(k.exists(kBatchJobsR, "pi-launcher"));
-  CHECK(ctl->counters()["default"].failed == 1);
+  CHECK(eventually([&] { return ctl->counters()["default"].failed == 1; }));
 }
 
 TEST_CASE("mpi lifecycle: cleanPodPolicy decides which workers survive success") {
@@ -104,7 +104,7 @@ TEST_CASE("mpi lifecycle: cleanPodPolicy decides which workers survive success")
     // mpi-operator zeroes the Worker status when it cleans up (zeros are omitted).
     CHECK(json::dump(*json::find(job->root(), "/status/replicaStatuses/Worker")) == "{}");
   }
-  CHECK(ctl->counters()["default"].successful == 1);
+  CHECK(eventually([&] { return ctl->counters()["default"].successful == 1; }));
 }
 
 TEST_CASE("mpi lifecycle: suspend suspends the launcher Job and deletes workers; resume brings both back") {

@@ -71,7 +71,7 @@ TEST_CASE("pytorch lifecycle: restartPolicy Never fails the job when a worker fa
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(k.names(kPodsR) == std::vector<std::string>{"pt-master-0", "pt-worker-0"});
   CHECK(k.events.has("Normal ExitedWithCode Pod: default.pt-worker-0 exited with code 1"));
-  CHECK(ctl->counters()["default"].failed == 1);
+  CHECK(eventually([&] { return ctl->counters()["default"].failed == 1; }));
 }
 
 TEST_CASE("pytorch lifecycle: restartPolicy OnFailure restarts in place and backoffLimit fires on restart counts") {
@@ -90,13 +90,12 @@ TEST_CASE("pytorch lifecycle: restartPolicy OnFailure restarts in place and back
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); }));
   CHECK(k.conditions(kPyTorchJobs, "pt").find(
             "Failed=True(PyTorchJobFailed: Job pt has failed because it has reached the specified backoff limit)") != std::string::npos);
-  // A backoff failure deletes every pod regardless of cleanPodPolicy.
-  REQUIRE(eventually([&] { return k.names(kPodsR).empty(); }));
-  CHECK(k.names(kServicesR).empty());
+  // A backoff failure deletes every pod (and its Service) regardless of cleanPodPolicy.
+  REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
   // In-place restarts: the pod was never re-created.
   CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts").empty());
   CHECK(!worker_uid_before.empty());
-  CHECK(ctl->counters()["default"].failed == 1);
+  CHECK(eventually([&] { return ctl->counters()["default"].failed == 1; }));
 }
 
 TEST_CASE("pytorch lifecycle: restartPolicy Always re-creates a pod that failed and marks the job Restarting") {
@@ -119,13 +118,13 @@ TEST_CASE("pytorch lifecycle: restartPolicy Always re-creates a pod that failed 
   CHECK(k.conditions(kPyTorchJobs, "pt").find("Restarting=True(PyTorchJobRestarting: ") != std::string::npos);
   CHECK(!k.has_true(kPyTorchJobs, "pt", "Failed"));
   CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts") == "1");
-  CHECK(k.events.has("Warning PyTorchJobRestarting job pt is restarting because Worker replica(s) failed."));
+  CHECK(eventually([&] { return k.events.has("Warning PyTorchJobRestarting job pt is restarting because Worker replica(s) failed."); }));
   // The replacement runs: Running replaces Restarting.
   k.set_pod_phase("pt-master-0", "Running");
   k.set_pod_phase("pt-worker-0", "Running");
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Running"); }));
   CHECK(!k.has_true(kPyTorchJobs, "pt", "Restarting"));
-  CHECK(ctl->counters()["default"].restarted == 1);
+  CHECK(eventually([&] { return ctl->counters()["default"].restarted == 1; }));
 }
 
 TEST_CASE("pytorch lifecycle: restartPolicy ExitCode retries exit codes >= 128 and fails on permanent codes") {
@@ -144,19 +143,19 @@ TEST_CASE("pytorch lifecycle: restartPolicy ExitCode retries exit codes >= 128 a
     CHECK(k.events.has("Normal ExitedWithCode Pod: default.pt-worker-0 exited with code 137"));
     CHECK(k.events.has("Warning PyTorchJobRestarting job pt is restarting because Worker replica(s) failed."));
     CHECK(!k.has_true(kPyTorchJobs, "pt", "Failed"));
-    CHECK(ctl->counters()["default"].successful == 1);
+    CHECK(eventually([&] { return ctl->counters()["default"].successful == 1; }));
   }
   SECTION("permanent: exit code 3 fails the job and keeps the pod") {
     JobSpec s;
     s.restart_policy = "ExitCode";
     s.worker_annotations = "{sim.unitrain.io/duration: 100ms, sim.unitrain.io/exit-code: \"3\"}";
     k.create_yaml(kPyTorchJobs, pytorch_yaml(s));
-    if (!eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); }, std::chrono::seconds(5))) FAIL(k.dump() << k.conditions(kPyTorchJobs, "pt"));
+    if (!eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Failed"); })) FAIL(k.dump() << k.conditions(kPyTorchJobs, "pt"));
     CHECK(k.conditions(kPyTorchJobs, "pt").find(R"(Failed=True(PyTorchJobFailed: job "pt" is failing because "Worker" replica(s) failed.))") !=
           std::string::npos);
     CHECK(annotation(k, "pt", "training.unitrain.io/pod-restarts").empty());
     CHECK(k.exists(kPodsR, "pt-worker-0"));
-    CHECK(ctl->counters()["default"].failed == 1);
+    CHECK(eventually([&] { return ctl->counters()["default"].failed == 1; }));
   }
   SECTION("retryable forever: backoffLimit counts the re-creations and fires") {
     JobSpec s;
@@ -195,8 +194,7 @@ TEST_CASE("pytorch lifecycle: activeDeadlineSeconds fails the job at the deadlin
   CHECK(*done - *start >= std::chrono::seconds(2));
   CHECK(k.conditions(kPyTorchJobs, "pt").find(
             "Failed=True(PyTorchJobFailed: Job pt has failed because it was active longer than specified deadline)") != std::string::npos);
-  REQUIRE(eventually([&] { return k.names(kPodsR).empty(); }));
-  CHECK(k.names(kServicesR).empty());
+  REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
 }
 
 TEST_CASE("pytorch lifecycle: suspend deletes pods and services, resume re-creates them and resets startTime") {
@@ -233,8 +231,8 @@ TEST_CASE("pytorch lifecycle: suspend deletes pods and services, resume re-creat
   REQUIRE(eventually([&] { return k.conditions(kPyTorchJobs, "pt").find("Suspended=False(PyTorchJobResumed: PyTorchJob pt is resumed.)") != std::string::npos; }));
   const std::string start_after(json::get_string(k.get(kPyTorchJobs, "pt")->root(), "/status/startTime").value_or(""));
   CHECK(start_after > start_before);
-  CHECK(k.events.has("Normal PyTorchJobSuspended PyTorchJob pt is suspended."));
-  CHECK(k.events.has("Normal PyTorchJobResumed PyTorchJob pt is resumed."));
+  CHECK(eventually([&] { return k.events.has("Normal PyTorchJobSuspended PyTorchJob pt is suspended."); }));
+  CHECK(eventually([&] { return k.events.has("Normal PyTorchJobResumed PyTorchJob pt is resumed."); }));
 }
 
 TEST_CASE("pytorch lifecycle: cleanPodPolicy on success and on failure") {
@@ -283,8 +281,8 @@ TEST_CASE("pytorch lifecycle: ttlSecondsAfterFinished deletes the finished job a
   k.create_yaml(kPyTorchJobs, pytorch_yaml(s));
   REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Succeeded"); }));
   CHECK(k.exists(kPyTorchJobs, "pt"));
-  REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }, std::chrono::seconds(10)));
+  REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }));
   REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
-  CHECK(k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"));
-  CHECK(ctl->counters()["default"].deleted == 1);
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"); }));
+  CHECK(eventually([&] { return ctl->counters()["default"].deleted == 1; }));
 }

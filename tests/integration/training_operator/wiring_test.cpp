@@ -104,7 +104,9 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
   REQUIRE_FALSE(validate_path.empty());
   auto reply = webhooks.handler().handle(
       validate_path, fmt::format(R"({{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{)"
-                                 R"("uid":"u-1","operation":"CREATE","name":"job","namespace":"default","object":{}}}}})",
+                                 R"("uid":"u-1","kind":{{"group":"test.unitrain.io","version":"v1","kind":"ConfigJob"}},)"
+                                 R"("resource":{{"group":"test.unitrain.io","version":"v1","resource":"configjobs"}},)"
+                                 R"("operation":"CREATE","name":"job","namespace":"default","object":{}}}}})",
                                  kJob));
   REQUIRE(reply.status == 200);
   auto review = json::Document::parse(reply.body);

@@ -531,3 +531,32 @@ TEST_CASE("crd: MPIJob v1 serves only v1 with training-operator's schema") {
   CHECK(json::find(crd, spec + "/mpiReplicaSpecs/additionalProperties/properties/restartPolicy/enum") == nullptr);
   CHECK(json::find(crd, spec + "/sshAuthMountPath") == nullptr);  // a v2beta1 field
 }
+
+// Specs training-operator accepts and then never runs: refused with field paths, the same at
+// admission and in the controller; upstream's own messages stand where it already refuses.
+TEST_CASE("mpi v1: nonsense specs are refused with their field paths") {
+  auto p = plugin();
+  const Document base = yaml(kPi);
+  unitrain::testing::check_refusals(*p, base, {
+      {{R"({"spec":{"mpiReplicaSpecs":{"Worker":{"replicas":-1}}}})"},
+       {"spec.mpiReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or equal to 0"}},
+      {{R"({"spec":{"mpiReplicaSpecs":{"Launcher":{"replicas":-1}}}})"},
+       {"spec.mpiReplicaSpecs[Launcher].replicas: Invalid value: -1: MPIReplicaSpec is not valid: There must be only 1 launcher replica"}},
+      // An empty map lacks the Launcher: upstream's message, and no second complaint about the map.
+      {{R"({"spec":{"mpiReplicaSpecs":null}})", R"({"spec":{"mpiReplicaSpecs":{}}})"},
+       {"spec.mpiReplicaSpecs[Launcher]: Required value: MPIReplicaSpec is not valid: Master ReplicaSpec must be present"}},
+      {{R"({"spec":{"runPolicy":{"activeDeadlineSeconds":-1,"backoffLimit":-2}}})"},
+       {"spec.runPolicy.activeDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0",
+        "spec.runPolicy.backoffLimit: Invalid value: -2: must be greater than or equal to 0"}},
+      {{R"({"spec":{"runPolicy":{"cleanPodPolicy":"Sometimes"}}})"},
+       {R"(spec.runPolicy.cleanPodPolicy: Unsupported value: "Sometimes": supported values: "All", "None", "Running")"}},
+  });
+  // The deprecated spec.cleanPodPolicy, when runPolicy's is unset: admission names the field the
+  // user wrote; the controller sees the value copied into runPolicy by the defaults.
+  const auto deprecated = unitrain::testing::validation_views(
+      *p, unitrain::testing::patched(base, {R"({"spec":{"runPolicy":null,"cleanPodPolicy":"Sometimes"}})"}));
+  CHECK(deprecated.admission ==
+        std::vector<std::string>{R"(spec.cleanPodPolicy: Unsupported value: "Sometimes": supported values: "All", "None", "Running")"});
+  CHECK(deprecated.controller ==
+        std::vector<std::string>{R"(spec.runPolicy.cleanPodPolicy: Unsupported value: "Sometimes": supported values: "All", "None", "Running")"});
+}

@@ -1,0 +1,88 @@
+#include "core/controller/child_writes.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/api/meta.h"
+#include "core/controller/child_caches.h"
+#include "core/controller/pod_builder.h"
+
+namespace unitrain::controller {
+
+ChildWrites::ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
+                         const framework::FrameworkDescriptor& descriptor, const json::Value& job)
+    : client_(client),
+      expectations_(expectations),
+      events_(events),
+      pool_(pool),
+      descriptor_(descriptor),
+      job_(job),
+      ns_(api::namespace_of(job)),
+      name_(api::name_of(job)) {}
+
+void ChildWrites::event(std::string_view type, std::string_view reason, std::string message) const {
+  events_.event(job_, type, reason, std::move(message));
+}
+
+std::string ChildWrites::replica_type_of(const json::Value& child) const {
+  return std::string(
+      json::get_string(child, "/metadata/labels/" + json::escape_pointer_token(descriptor_.replica_type_label)).value_or(""));
+}
+
+std::string ChildWrites::pods_key(const json::Value& child) const {
+  return Expectations::pods_key(ns_, name_, replica_type_of(child));
+}
+
+std::string ChildWrites::services_key(const json::Value& child) const {
+  return Expectations::services_key(ns_, name_, replica_type_of(child));
+}
+
+std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersionResource& resource, std::string_view name,
+                                                         std::string_view expectation_key) {
+  if (!expectation_key.empty()) expectations_.expect_deletions(expectation_key, 1);
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  auto r = client_.remove(resource, ns_, name, options);
+  if (!r) {
+    // Gone already (NotFound) or not deleted: either way no watch event will lower it.
+    if (!expectation_key.empty()) expectations_.deletion_observed(expectation_key);
+    if (!r.error().is(kube::ApiError::Reason::NotFound)) return r.error();
+  }
+  if (resource == kServices) {
+    std::lock_guard lock(deleted_mu_);
+    deleted_services_.emplace(name);
+  }
+  return std::nullopt;
+}
+
+bool ChildWrites::service_deleted(std::string_view name) const {
+  std::lock_guard lock(deleted_mu_);
+  return deleted_services_.count(name) > 0;
+}
+
+std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const json::Value*>& pods,
+                                                       const std::vector<const json::Value*>& services) {
+  std::vector<const json::Value*> victims;
+  for (const auto* pod : pods)
+    if (!terminating(*pod)) victims.push_back(pod);
+  return run_bounded(pool_, victims, [&](const json::Value* pod) -> std::optional<kube::ApiError> {
+    const std::string pod_name(api::name_of(*pod));
+    if (auto e = delete_object(kPods, pod_name, pods_key(*pod))) {
+      event("Warning", "FailedDeletePod", fmt::format("Error deleting: {}", e->message));
+      return e;
+    }
+    event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", pod_name));
+    if (!descriptor_.delete_services_with_pods || service_deleted(pod_name)) return std::nullopt;
+    auto service = std::find_if(services.begin(), services.end(), [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
+    if (service == services.end()) return std::nullopt;
+    if (auto e = delete_object(kServices, pod_name, services_key(*pod))) {
+      event("Warning", "FailedDeleteService", fmt::format("Error deleting: {}", e->message));
+      return e;
+    }
+    event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", pod_name));
+    return std::nullopt;
+  });
+}
+
+}  // namespace unitrain::controller

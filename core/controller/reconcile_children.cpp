@@ -1,0 +1,276 @@
+// The steps of a reconcile pass that create, update and delete the job's children: the PodGroup
+// (gang scheduling), the framework's desired objects and the slot pods. The pipeline that calls
+// them is in reconcile_pass.cpp.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/api/meta.h"
+#include "core/api/quantity.h"
+#include "core/controller/pod_builder.h"
+#include "core/controller/reconcile_pass.h"
+
+namespace unitrain::controller {
+
+namespace {
+
+using framework::CoreEvent;
+using kube::ApiError;
+
+}  // namespace
+
+// --- gang -----------------------------------------------------------------------------------------
+
+kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
+  const gang::Backend* backend = deps_.gang;
+  if (!backend) return GangAdmission::Admitted;
+  gang::PodGroupRequest request;
+  request.ns = ns_;
+  request.name = name_;
+  if (const json::Value* annotations = json::find(cached(), "/metadata/annotations"))
+    request.annotations = json::Document::copy_of(*annotations);
+  {
+    auto owner = json::Document::object();
+    owner.root() = api::make_owner_reference(cached()).to_json(owner.alloc());
+    request.owner_reference = std::move(owner);
+  }
+  const auto& scheduling = run_policy().scheduling_policy;
+  std::vector<gang::ReplicaResources> replicas;
+  int32_t total = 0;
+  for (const auto& type : descriptor_.replica_types) {
+    const json::Value* spec = replica_spec(descriptor_, job_.root(), type);
+    if (!spec) continue;
+    const int32_t n = replicas_of(descriptor_, job_.root(), type);
+    total += n;
+    const int32_t priority =
+        deps_.children.priority_class_value(json::get_string(*spec, "/template/spec/priorityClassName").value_or(""));
+    replicas.push_back({type, n, priority, json::find(*spec, "/template/spec")});
+  }
+  const auto capabilities = deps_.plugin.capabilities();
+  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available
+                       : capabilities.gang                      ? capabilities.gang->min_member(job_.root())
+                                                                : total;
+  if (scheduling) {
+    request.queue = scheduling->queue;
+    request.priority_class = scheduling->priority_class;
+    request.schedule_timeout_seconds = scheduling->schedule_timeout_seconds;
+  }
+  if (scheduling && scheduling->min_resources) {
+    gang::ResourceList list;
+    for (const auto& [resource, value] : *scheduling->min_resources) {
+      auto q = api::Quantity::parse(value);
+      if (!q) return fail(internal_error(fmt::format("spec.runPolicy.schedulingPolicy.minResources.{}: {}", resource, q.error().message)));
+      list.insert_or_assign(resource, *q);
+    }
+    request.min_resources = std::move(list);
+  } else {
+    auto computed = gang::min_resources(replicas, request.min_member);
+    if (!computed) return fail(internal_error(computed.error().message));
+    request.min_resources = std::move(*computed);
+  }
+
+  kube::ObjectPtr existing = deps_.children.pod_group(ns_, name_);
+  if (existing && !api::is_controlled_by(existing->root(), uid_))
+    return fail(foreign_object("PodGroup", backend->resource(), name_));
+  json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
+  if (!existing) {
+    auto r = deps_.client.create(backend->resource(), ns_, desired.root());
+    if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) return fail(r.error());
+  } else if (backend->spec_differs(existing->root(), desired.root())) {
+    json::Document updated = *existing;
+    auto& a = updated.alloc();
+    updated.root().RemoveMember("spec");
+    updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
+    auto r = deps_.client.update(backend->resource(), ns_, updated.root());
+    if (!r) return fail(r.error());
+  }
+  const bool admitted =
+      !descriptor_.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
+  return admitted ? GangAdmission::Admitted : GangAdmission::Held;
+}
+
+std::optional<ApiError> ReconcilePass::delete_pod_group() {
+  if (!deps_.gang || !deps_.children.pod_group(ns_, name_)) return std::nullopt;
+  if (auto e = writes_.delete_object(deps_.gang->resource(), name_, "")) {
+    writes_.event("Warning", "FailedDeletePodGroup", fmt::format("Error deleting: {}", e->message));
+    return e;
+  }
+  writes_.event("Normal", "SuccessfulDeletePodGroup", fmt::format("Deleted PodGroup: {}", name_));
+  return std::nullopt;
+}
+
+// --- desired objects ------------------------------------------------------------------------------
+
+std::optional<ApiError> ReconcilePass::apply_desired_objects() {
+  // Everything the framework wants besides slot pods: get-or-create, update when the compared
+  // fields drift, prune what is no longer wanted.
+  auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
+  if (!desired) return internal_error(desired.error().message);
+  for (const auto& want : *desired)
+    if (auto e = create_or_update(want)) return e;
+  return prune_undesired(*desired);
+}
+
+std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
+  const std::string obj_name(api::name_of(want.object.root()));
+  const kube::Informer* informer = deps_.children.informer_for(want.resource);
+  kube::ObjectPtr existing = informer ? informer->cache().get(ns_ + "/" + obj_name) : nullptr;
+  if (!existing) {
+    json::Document obj = want.object;
+    (void)json::set_string(obj, "/metadata/namespace", ns_);
+    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    // A replica's Service is guarded like its pod: until the informer has seen it, the next
+    // pass must not create it again (training-operator's CreateNewService raises the services
+    // expectation before the POST). Without the replica-type label no informer event could
+    // lower it, so such objects are not expected.
+    std::string expectation;
+    if (want.resource == kServices) {
+      const std::string type = writes_.replica_type_of(obj.root());
+      if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
+    }
+    if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
+    auto r = deps_.client.create(want.resource, ns_, obj.root());
+    if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
+    if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
+      // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
+      // or someone else's.
+      auto live = deps_.client.get(want.resource, ns_, obj_name);
+      if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
+      if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
+      return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
+    }
+    if (!r) {
+      if (want.resource == kServices)
+        writes_.event("Warning", "FailedCreateService", fmt::format("Error creating: {}", r.error().message));
+      return r.error();
+    }
+    if (want.resource == kServices) writes_.event("Normal", "SuccessfulCreateService", fmt::format("Created service: {}", obj_name));
+    return std::nullopt;
+  }
+  if (!api::is_controlled_by(existing->root(), uid_)) {
+    if (want.use_existing) return std::nullopt;
+    return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
+  }
+  if (want.update != framework::DesiredObject::Update::WhenDiffers) return std::nullopt;
+  auto differs = [&](const json::Value& have_root) {
+    for (const auto& pointer : want.compared) {
+      const json::Value* have = json::find(have_root, pointer);
+      const json::Value* need = json::find(want.object.root(), pointer);
+      if (!have != !need || (have && !json::equal(*have, *need))) return true;
+    }
+    return false;
+  };
+  if (!differs(existing->root())) return std::nullopt;
+  // The cache may hold a projection; read the live object so nothing else is overwritten.
+  auto live = deps_.client.get(want.resource, ns_, obj_name);
+  if (!live) return live.error();
+  // The cache lags behind our own last update: the live object already has what we want, and a
+  // PUT would rewrite it unchanged.
+  if (!differs(live->root())) return std::nullopt;
+  json::Document updated = std::move(*live);
+  for (const auto& pointer : want.compared) {
+    if (const json::Value* need = json::find(want.object.root(), pointer)) {
+      if (auto s = json::set(updated, pointer, json::clone(*need, updated.alloc())); !s) return internal_error(s.error().message);
+    } else {
+      json::remove(updated, pointer);
+    }
+  }
+  auto r = deps_.client.update(want.resource, ns_, updated.root());
+  if (!r) return r.error();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framework::DesiredObject>& desired) {
+  std::map<std::string, std::set<std::string>> wanted;  // resource.group -> names
+  for (const auto& want : desired) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
+  auto pruned = deps_.plugin.pruned_resources();
+  // Per-replica services (training-operator style) follow their replicas: scale-down and
+  // suspension remove them.
+  if (descriptor_.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
+    pruned.push_back(kServices);
+  for (const auto& resource : pruned) {
+    const std::string group_resource = resource.group_resource();
+    const std::vector<const json::Value*>* have = nullptr;
+    if (resource == kServices) have = &observed_.services;
+    else if (auto it = observed_.owned.find(group_resource); it != observed_.owned.end()) have = &it->second;
+    if (!have) continue;
+    for (const auto* obj : *have) {
+      const std::string obj_name(api::name_of(*obj));
+      if (wanted[group_resource].count(obj_name) || terminating(*obj)) continue;
+      if (resource == kServices && writes_.service_deleted(obj_name)) continue;
+      const std::string expectation = resource == kServices ? writes_.services_key(*obj) : "";
+      if (auto e = writes_.delete_object(resource, obj_name, expectation)) return e;
+      if (resource == kServices) writes_.event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", obj_name));
+    }
+  }
+  return std::nullopt;
+}
+
+// --- slot pods ------------------------------------------------------------------------------------
+
+std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
+  // Restarts: the re-creation count is already on the job (record_restarts).
+  for (const auto* failed : plan.with_outcome(FailedSlotPod::Outcome::Restart)) {
+    if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) return e;
+    auto wording = words(CoreEvent::ReplicaRestarting, failed->replica_type);
+    writes_.event("Warning", wording.reason, wording.message);
+    if (!draft_.status().has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
+    draft_.set_condition(api::condition_type::kRestarting, wording, now_);
+  }
+  // Scale-down: the spec the user wrote no longer names these pods.
+  for (const auto* pod : plan.surplus) {
+    if (auto e = writes_.delete_object(kPods, api::name_of(*pod), writes_.pods_key(*pod))) return e;
+    writes_.event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", api::name_of(*pod)));
+  }
+  std::vector<framework::PodSlot> missing = plan.missing;
+  return run_bounded(deps_.write_pool, missing, [&](const framework::PodSlot& slot) { return create_slot_pod(slot); });
+}
+
+std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot& slot) {
+  auto built = build_pod(descriptor_, job_.root(), slot.replica_type, slot.index);
+  if (!built) return internal_error(built.error().message);
+  if (!slot.name.empty()) (void)json::set_string(built->pod, "/metadata/name", slot.name);
+  const std::string pod_name(api::name_of(built->pod.root()));
+  if (built->template_restart_policy_overridden)
+    writes_.event("Warning", "SetPodTemplateRestartPolicy",
+                  "Restart policy in pod template will be overwritten by restart policy in replica spec");
+  if (auto st = deps_.plugin.decorate_pod(job_.root(), slot, built->pod); !st) return internal_error(st.error().message);
+  if (deps_.gang) {
+    auto decoration = deps_.gang->decorate_pod(built->pod, name_, lower(slot.replica_type), {});
+    if (decoration.template_scheduler_differs)
+      writes_.event("Warning", "SetPodTemplateSchedulerName",
+                    "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten");
+  }
+  const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
+  deps_.expectations.expect_creations(expectation, 1);
+  auto r = deps_.client.create(kPods, ns_, built->pod.root());
+  if (r) {
+    writes_.event("Normal", "SuccessfulCreatePod", fmt::format("Created pod: {}", pod_name));
+    return std::nullopt;
+  }
+  deps_.expectations.creation_observed(expectation);
+  if (!r.error().is(ApiError::Reason::AlreadyExists)) {
+    writes_.event("Warning", "FailedCreatePod", fmt::format("Error creating: {}", r.error().message));
+    return r.error();
+  }
+  // The pod cache holds only the job's pods: a pod of that name is ours, created by a pass the
+  // cache has not caught up with, or someone else's, which the job must not take.
+  auto live = deps_.client.get(kPods, ns_, pod_name);
+  if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
+  if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
+  return foreign_object("Pod", kPods, pod_name);
+}
+
+ApiError ReconcilePass::foreign_object(std::string_view kind, const kube::GroupVersionResource& resource,
+                                       std::string_view name) const {
+  const auto wording = deps_.plugin.foreign_object_wording(job_.root(), {kind, resource.resource, name});
+  writes_.event("Warning", wording.reason, wording.message);
+  ApiError e;
+  e.reason = ApiError::Reason::AlreadyExists;
+  e.message = wording.message;
+  return e;
+}
+
+}  // namespace unitrain::controller

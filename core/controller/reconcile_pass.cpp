@@ -1,0 +1,339 @@
+// The pipeline itself and the steps that decide a job's lifecycle (finished, suspended, failed).
+// The steps that create and delete the job's children live in reconcile_children.cpp.
+#include "core/controller/reconcile_pass.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/api/field_errors.h"
+#include "core/api/meta.h"
+#include "core/controller/pod_builder.h"
+
+namespace unitrain::controller {
+
+namespace {
+
+using framework::CoreEvent;
+using kube::ApiError;
+
+api::RunPolicy run_policy_of(const json::Value& job) {
+  const json::Value* rp = json::find(job, "/spec/runPolicy");
+  if (!rp) return {};
+  auto decoded = api::RunPolicy::from_json(*rp, api::FieldPath("spec").child("runPolicy"));
+  // An undecodable runPolicy sets no limits; validation reports it.
+  return decoded ? std::move(*decoded) : api::RunPolicy{};
+}
+
+}  // namespace
+
+ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now)
+    : deps_(dependencies),
+      descriptor_(dependencies.plugin.descriptor()),
+      cached_(std::move(cached)),
+      job_(*cached_),
+      ns_(api::namespace_of(cached_->root())),
+      name_(api::name_of(cached_->root())),
+      uid_(api::uid_of(cached_->root())),
+      key_(ns_ + "/" + name_),
+      now_(now),
+      writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool, descriptor_,
+              cached_->root()) {}
+
+ReconcileResult ReconcilePass::run() {
+  auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
+  if (!managed_here() || terminating(cached()) || !own_last_write_seen()) return {};
+  if (auto e = load()) return failed_with(*e);
+  record_created();
+  if (auto validation = deps_.plugin.validate(nullptr, job_.root()); !validation.ok()) {
+    if (auto e = fail_invalid_spec(validation)) return failed_with(*e);
+    return {};
+  }
+  if (!expectations_satisfied()) return {};
+  observed_ = deps_.children.observe(ns_, uid_);
+
+  if (draft_.status().is_finished()) return finish();
+  if (run_policy().suspend.value_or(false)) return suspend();
+  resume();
+
+  const SlotPlan plan = plan_slot_pods();
+  auto restarts = record_restarts(plan);
+  if (!restarts) return failed_with(restarts.error());
+  const json::Value& job_on_server = *restarts ? (*restarts)->root() : cached();
+
+  RunLimitsVerdict limits;
+  if (descriptor_.enforces_run_limits) {
+    const int64_t recreated = RecreatedPods::of(job_on_server).count;
+    limits = check_run_limits(run_policy(), backoff_restarts(descriptor_, job_.root(), observed_.pods, recreated),
+                              draft_.status().start_time, now_);
+  }
+  if (auto failure = terminal_failure(plan, limits)) {
+    if (auto e = write_failure(*failure, job_on_server)) return failed_with(*e);
+    return clean_up_finished();
+  }
+
+  auto admission = sync_pod_group();
+  if (!admission) return failed_with(admission.error());
+  if (*admission == GangAdmission::Held) {
+    draft_.status().last_reconcile_time = now_;
+    if (auto e = write_status(job_on_server)) return failed_with(*e);
+    return {std::nullopt, limits.deadline_in};
+  }
+  if (auto e = apply_desired_objects()) return failed_with(*e);
+  if (auto e = sync_slot_pods(plan)) return failed_with(*e);
+  if (auto e = propose_status()) return failed_with(*e);
+  if (auto e = write_status(job_on_server)) return failed_with(*e);
+  return {std::nullopt, limits.deadline_in};
+}
+
+// --- admission ----------------------------------------------------------------------------------
+
+bool ReconcilePass::managed_here() const {
+  // managedBy: another controller's job gets no writes at all.
+  if (auto managed = json::get_string(cached(), "/spec/runPolicy/managedBy")) {
+    return std::find(descriptor_.managed_by.begin(), descriptor_.managed_by.end(), *managed) != descriptor_.managed_by.end();
+  }
+  return deps_.owns_unset_managed_by;
+}
+
+bool ReconcilePass::own_last_write_seen() {
+  // Our own last write to the job is not in the cache yet: this pass would decide on a state
+  // we already replaced (the pods cache may be ahead, showing the pod our restart deleted while
+  // the job still shows the old restart count). The informer's update of our write requeues.
+  return deps_.expectations.version_seen(Expectations::job_key(ns_, name_), api::resource_version_of(cached()));
+}
+
+bool ReconcilePass::expectations_satisfied() const {
+  // Act only once the cache has seen our own creates and deletes.
+  for (const auto& type : descriptor_.replica_types) {
+    const std::string rt = lower(type);
+    if (!deps_.expectations.satisfied(Expectations::pods_key(ns_, name_, rt)) ||
+        !deps_.expectations.satisfied(Expectations::services_key(ns_, name_, rt)))
+      return false;
+  }
+  return true;
+}
+
+// --- lifecycle steps ----------------------------------------------------------------------------
+
+std::optional<ApiError> ReconcilePass::load() {
+  deps_.plugin.set_defaults(job_);
+  run_policy_ = run_policy_of(job_.root());
+  if (const json::Value* st = json::find(cached(), "/status")) {
+    auto decoded = api::JobStatus::from_json(*st);
+    if (!decoded) return internal_error(fmt::format("{} {}: {}", descriptor_.kind, key_, api::aggregate(decoded.error())));
+    draft_ = StatusDraft(std::move(*decoded));
+  }
+  return std::nullopt;
+}
+
+void ReconcilePass::record_created() {
+  if (draft_.status().has_condition(api::condition_type::kCreated) || !draft_.status().conditions.empty()) return;
+  auto wording = words(CoreEvent::Created);
+  draft_.set_condition(api::condition_type::kCreated, wording, now_);
+  announce_when_written("Normal", wording.reason, wording.message);
+  count_when_written(&JobCounters::created);
+}
+
+std::optional<ApiError> ReconcilePass::fail_invalid_spec(const framework::Validation& validation) {
+  auto wording = words(CoreEvent::ValidationFailed);
+  wording.message = api::invalid_message(descriptor_.group, descriptor_.kind, name_, validation.errors);
+  if (!draft_.status().is_failed()) {
+    draft_.set_condition(api::condition_type::kFailed, wording, now_);
+    announce_when_written("Warning", wording.reason, wording.message);
+    count_when_written(&JobCounters::failed);
+  }
+  return write_status(cached());
+}
+
+ReconcileResult ReconcilePass::finish() {
+  // What was still active when the job succeeded counts as succeeded (training-operator's
+  // finished-job step), written before any pod goes.
+  if (draft_.status().is_succeeded()) {
+    for (auto& [_, replica] : draft_.status().replica_statuses) {
+      replica.succeeded += replica.active;
+      replica.active = 0;
+    }
+  }
+  if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
+  return clean_up_finished();
+}
+
+ReconcileResult ReconcilePass::clean_up_finished() {
+  // Runs only on a finished status the server has: the one the cache showed, or the Failed one
+  // this pass just wrote.
+  ReconcileResult result;
+  const std::string policy = run_policy().clean_pod_policy.value_or("None");
+  std::vector<const json::Value*> victims;
+  for (const auto* pod : observed_.pods) {
+    const std::string_view phase = json::get_string(*pod, "/status/phase").value_or("");
+    if (failed_by_run_limits() || policy == "All" || (policy == "Running" && (phase == "Running" || phase == "Pending")))
+      victims.push_back(pod);
+  }
+  if (auto e = writes_.delete_pods(victims, observed_.services)) return {std::move(*e), std::nullopt};
+  if (auto e = delete_pod_group()) return {std::move(*e), std::nullopt};
+
+  const auto& status = draft_.status();
+  const auto ttl = run_policy().ttl_seconds_after_finished;
+  if (!descriptor_.ttl_deletes_job || !ttl || !status.completion_time) return result;
+  const auto expiry = *status.completion_time + std::chrono::seconds(*ttl);
+  if (now_ < expiry) {
+    result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
+    return result;
+  }
+  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, {});
+  if (!r) {
+    // NotFound: a pass that ran before the cache saw our own delete; counted once already.
+    if (r.error().is(ApiError::Reason::NotFound)) return result;
+    writes_.event("Warning", "FailedDeleteJob", fmt::format("Error deleting: {}", r.error().message));
+    return {r.error(), std::nullopt};
+  }
+  writes_.event("Normal", "SuccessfulDeleteJob", fmt::format("Deleted job: {}", name_));
+  deps_.count(ns_, &JobCounters::deleted);
+  return result;
+}
+
+ReconcileResult ReconcilePass::suspend() {
+  // Suspended is written first; pods, services and the PodGroup go after.
+  auto& status = draft_.status();
+  for (auto& [_, replica] : status.replica_statuses) replica.active = 0;
+  if (status.is_running()) draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
+  if (!status.is_suspended()) {
+    auto wording = words(CoreEvent::Suspended);
+    draft_.set_condition(api::condition_type::kSuspended, wording, now_);
+    announce_when_written("Normal", wording.reason, wording.message);
+  }
+  if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
+  if (auto e = writes_.delete_pods(observed_.pods, observed_.services)) return {std::move(*e), std::nullopt};
+  if (auto e = delete_pod_group()) return {std::move(*e), std::nullopt};
+  if (auto e = apply_desired_objects()) return {std::move(*e), std::nullopt};
+  return {};
+}
+
+void ReconcilePass::resume() {
+  auto& status = draft_.status();
+  if (status.is_suspended()) {
+    auto wording = words(CoreEvent::Resumed);
+    draft_.set_condition(api::condition_type::kSuspended, wording, now_, "False");
+    announce_when_written("Normal", wording.reason, wording.message);
+    status.start_time = now_;
+  }
+  if (!status.start_time) status.start_time = now_;
+}
+
+SlotPlan ReconcilePass::plan_slot_pods() const {
+  SlotPlan plan = plan_slots(descriptor_, job_.root(), deps_.plugin.pod_slots(job_.root()), observed_.pods);
+  for (const auto& failed : plan.failed) {
+    if (failed.exit_code)
+      writes_.event("Normal", "ExitedWithCode",
+                    fmt::format("Pod: {}.{} exited with code {}", ns_, api::name_of(*failed.pod), *failed.exit_code));
+  }
+  return plan;
+}
+
+kube::ApiResult<std::optional<json::Document>> ReconcilePass::record_restarts(const SlotPlan& plan) {
+  // The count of re-created pods is written before any failed pod is deleted: were the delete
+  // first and the write lost, the job would run past its backoffLimit.
+  // A job failing in this pass restarts nothing; a pod counted before (its delete failed) is not
+  // counted again.
+  if (!plan.with_outcome(FailedSlotPod::Outcome::FailJob).empty()) return std::optional<json::Document>();
+  const RecreatedPods before = RecreatedPods::of(cached());
+  const RecreatedPods after = before.after(plan.restart_uids());
+  if (after.count == before.count) return std::optional<json::Document>();
+  auto patched = deps_.client.patch(descriptor_.resource(), ns_, name_, kube::PatchType::Merge, after.merge_patch());
+  if (!patched) return fail(patched.error());
+  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(patched->root()));
+  return std::optional<json::Document>(std::move(*patched));
+}
+
+std::optional<ReconcilePass::TerminalFailure> ReconcilePass::terminal_failure(const SlotPlan& plan,
+                                                                             const RunLimitsVerdict& limits) const {
+  // A permanent exit code decides before the limits, as it did when it was found first.
+  const auto permanent = plan.with_outcome(FailedSlotPod::Outcome::FailJob);
+  if (!permanent.empty()) {
+    TerminalFailure failure{words(CoreEvent::ReplicaFailed, permanent.front()->replica_type), "Warning", {}};
+    for (const auto* pod : permanent) failure.events.push_back(words(CoreEvent::ReplicaFailed, pod->replica_type));
+    return failure;
+  }
+  if (limits.exceeded) {
+    auto wording = words(*limits.exceeded);
+    return TerminalFailure{wording, "Normal", {wording}};
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::write_failure(const TerminalFailure& failure, const json::Value& job_on_server) {
+  auto& status = draft_.status();
+  if (!status.completion_time) status.completion_time = now_;
+  draft_.set_condition(api::condition_type::kFailed, failure.condition, now_);
+  for (const auto& wording : failure.events) announce_when_written(failure.event_type, wording.reason, wording.message);
+  count_when_written(&JobCounters::failed);
+  return write_status(job_on_server);
+}
+
+std::optional<ApiError> ReconcilePass::propose_status() {
+  // The hook sees the conditions this pass raised so far, as upstream's UpdateJobStatus gets
+  // the status ReconcilePods just changed (TFJob keeps a fresh Restarting instead of failing).
+  if (auto st = api::set_job_status(job_, draft_.status()); !st) return internal_error(st.error().message);
+  const framework::StatusProposal proposal = deps_.plugin.compute_status(job_.root(), observed_);
+  auto& status = draft_.status();
+  for (const auto& [type, counts] : proposal.replica_statuses) {
+    auto& replica = status.replica_statuses[type];
+    replica.active = counts.active;
+    replica.succeeded = counts.succeeded;
+    replica.failed = counts.failed;
+    if (counts.selector) replica.selector = *counts.selector;
+  }
+  const bool was_succeeded = status.is_succeeded(), was_failed = status.is_failed();
+  const bool was_restarting = status.has_condition(api::condition_type::kRestarting);
+  for (const auto& c : proposal.conditions) status.update_condition(c.type, c.status, c.reason, c.message, now_);
+  if (proposal.set_completion_time && !status.completion_time) {
+    if (proposal.completion_time)
+      if (auto t = api::parse_time(*proposal.completion_time)) status.completion_time = *t;
+    if (!status.completion_time) status.completion_time = now_;
+  }
+  if (!was_succeeded && status.is_succeeded()) count_when_written(&JobCounters::successful);
+  if (!was_failed && status.is_failed()) count_when_written(&JobCounters::failed);
+  if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
+  return std::nullopt;
+}
+
+// --- helpers ------------------------------------------------------------------------------------
+
+std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_server) {
+  if (!draft_.changed()) return std::nullopt;
+  json::Document obj = json::Document::copy_of(job_on_server);
+  if (auto st = api::set_job_status(obj, draft_.status()); !st) return internal_error(st.error().message);
+  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root());
+  if (!r) return r.error();
+  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(r->root()));
+  draft_.written();
+  return std::nullopt;
+}
+
+bool ReconcilePass::failed_by_run_limits() const {
+  if (!descriptor_.enforces_run_limits) return false;
+  const api::JobCondition* failed = draft_.status().condition(api::condition_type::kFailed);
+  if (!failed || failed->status != "True") return false;
+  for (auto why : {CoreEvent::BackoffLimitExceeded, CoreEvent::DeadlineExceeded}) {
+    const auto wording = words(why);
+    if (failed->reason == wording.reason && failed->message == wording.message) return true;
+  }
+  return false;
+}
+
+framework::CoreWording ReconcilePass::words(CoreEvent e, std::string_view replica_type) const {
+  return deps_.plugin.wording(e, job_.root(), replica_type);
+}
+
+void ReconcilePass::announce_when_written(std::string type, std::string reason, std::string message) {
+  draft_.announce_when_written([this, type = std::move(type), reason = std::move(reason), message = std::move(message)]() mutable {
+    writes_.event(type, reason, std::move(message));
+  });
+}
+
+void ReconcilePass::count_when_written(uint64_t JobCounters::*counter) {
+  draft_.announce_when_written([this, counter] { deps_.count(ns_, counter); });
+}
+
+}  // namespace unitrain::controller

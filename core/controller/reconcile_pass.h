@@ -1,0 +1,120 @@
+// One reconcile pass over one job: the core pipeline (docs/framework-authors.md), one way, top
+// to bottom:
+//
+//   admit (managedBy, deletion, our own last write seen) → load → validate → expectations →
+//   observe → finished?  write the final counts, then clean up (cleanPodPolicy, PodGroup, TTL)
+//           → suspended? write Suspended, then delete pods and PodGroup
+//           → resume → plan the slot pods → record restarts → terminal failure?
+//                 (backoffLimit, activeDeadlineSeconds, a permanent ExitCode failure)
+//                 write Failed, then clean up as a finished job
+//           → gang → desired objects → slot pods → status
+//
+// Each step is a member function returning a small value. A decision that ends, pauses or
+// restarts part of the job is written to the job before anything acts on it: a failed write
+// leaves the pods alone, and the next pass reaches the same decision from what the server has.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/api/kubeflow.h"
+#include "core/api/time.h"
+#include "core/controller/child_caches.h"
+#include "core/controller/child_writes.h"
+#include "core/controller/expectations.h"
+#include "core/controller/job_controller.h"
+#include "core/controller/run_limits.h"
+#include "core/controller/slot_plan.h"
+#include "core/controller/status_draft.h"
+#include "core/controller/write_pool.h"
+#include "core/framework/plugin.h"
+#include "core/gang/gang.h"
+#include "core/kube/client.h"
+
+namespace unitrain::controller {
+
+// What a pass uses of its controller.
+struct PassDependencies {
+  kube::Client& client;
+  Expectations& expectations;
+  EventSink& events;
+  framework::FrameworkPlugin& plugin;
+  const ChildCaches& children;
+  const gang::Backend* gang;  // null: no gang scheduling
+  bool owns_unset_managed_by;
+  WritePool* write_pool;      // null: writes one at a time
+  std::function<void(const std::string& ns, uint64_t JobCounters::*counter)> count;
+};
+
+class ReconcilePass {
+ public:
+  ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now);
+  ReconcilePass(const ReconcilePass&) = delete;
+  ReconcilePass& operator=(const ReconcilePass&) = delete;
+
+  ReconcileResult run();
+
+ private:
+  // A decision that ends the job as Failed, and the events that announce it once written.
+  struct TerminalFailure {
+    framework::CoreWording condition;
+    std::string event_type;  // "Normal" for a run limit, "Warning" for a failed replica
+    std::vector<framework::CoreWording> events;  // a failed replica's: one per failed pod
+  };
+  enum class GangAdmission { Admitted, Held };
+
+  // --- admission ------------------------------------------------------------------------------
+  bool managed_here() const;
+  bool own_last_write_seen();
+  bool expectations_satisfied() const;
+
+  // --- steps, in pipeline order ---------------------------------------------------------------
+  std::optional<kube::ApiError> load();
+  void record_created();
+  std::optional<kube::ApiError> fail_invalid_spec(const framework::Validation& validation);
+  ReconcileResult finish();
+  ReconcileResult clean_up_finished();
+  ReconcileResult suspend();
+  void resume();
+  SlotPlan plan_slot_pods() const;
+  kube::ApiResult<std::optional<json::Document>> record_restarts(const SlotPlan& plan);
+  std::optional<TerminalFailure> terminal_failure(const SlotPlan& plan, const RunLimitsVerdict& limits) const;
+  std::optional<kube::ApiError> write_failure(const TerminalFailure& failure, const json::Value& job_on_server);
+  kube::ApiResult<GangAdmission> sync_pod_group();
+  std::optional<kube::ApiError> apply_desired_objects();
+  std::optional<kube::ApiError> sync_slot_pods(const SlotPlan& plan);
+  std::optional<kube::ApiError> propose_status();
+
+  // --- helpers --------------------------------------------------------------------------------
+  // Writes the draft onto `job_on_server` (the cached job, or the job as this pass's own earlier
+  // write returned it) when it differs from what the server has.
+  std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
+  std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
+  std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
+  std::optional<kube::ApiError> prune_undesired(const std::vector<framework::DesiredObject>& desired);
+  std::optional<kube::ApiError> delete_pod_group();
+  // The Warning event and the pass's error for an object under our name that the job does not control.
+  kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
+  // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
+  bool failed_by_run_limits() const;
+  framework::CoreWording words(framework::CoreEvent e, std::string_view replica_type = {}) const;
+  void announce_when_written(std::string type, std::string reason, std::string message);
+  void count_when_written(uint64_t JobCounters::*counter);
+  const json::Value& cached() const { return cached_->root(); }
+  const api::RunPolicy& run_policy() const { return run_policy_; }
+
+  const PassDependencies& deps_;
+  const framework::FrameworkDescriptor& descriptor_;
+  kube::ObjectPtr cached_;  // as the informer has it
+  json::Document job_;      // defaulted copy the hooks see
+  std::string ns_, name_, uid_, key_;
+  api::TimePoint now_;
+  api::RunPolicy run_policy_;
+  StatusDraft draft_{api::JobStatus{}};
+  framework::Observed observed_;
+  ChildWrites writes_;
+};
+
+}  // namespace unitrain::controller
