@@ -19,33 +19,34 @@ source "$(dirname "$0")/../operator/lib.sh"
 bin=$1 lc=$2 src=$3 given=${4:-}
 max_mib=32  # today about 17 MiB; an unstripped binary alone adds more than 20
 
+require_tools kubectl curl tar
+make_workdir
 tool=
-why=()
-for t in podman docker; do
-  if ! command -v "$t" >/dev/null; then why+=("$t is not installed")
-  elif "$t" info >/dev/null 2>&1; then tool=$t; break
-  elif [[ $t == docker ]]; then why+=("'docker info' fails (no daemon answers)")
-  else why+=("'$t info' fails")
-  fi
-done
-if [[ -z $tool ]]; then
-  echo "SKIP: no container tool works: ${why[0]}, ${why[1]}; 'scripts/build-image --install' (or apt-get install podman) enables this test"
-  exit 77
-fi
-command -v kubectl >/dev/null || { echo "FAIL: kubectl is not installed"; exit 1; }
-
-work=$(mktemp -d)
 name=localhost/unitrain-e2e/training-operator-$$
 ref=
 pids=()
 cid=
 cleanup() {
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; wait "${pids[i]}" 2>/dev/null; done
-  [[ -n $cid ]] && "$tool" rm -f "$cid" >/dev/null 2>&1
-  [[ -n $ref ]] && "$tool" rmi -f "$ref" "$name:latest" >/dev/null 2>&1
+  [[ -n $cid ]] && "$tool" rm -f "$cid" >"$work/rm.log" 2>&1
+  [[ -n $ref ]] && "$tool" rmi -f "$ref" "$name:latest" >"$work/rmi.log" 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The first of podman and docker that works (a docker client whose daemon does not answer does not).
+why=()
+for t in podman docker; do
+  if [[ -z $(type -P "$t") ]]; then why+=("$t is not installed")
+  elif "$t" info >"$work/$t-info.log" 2>&1; then tool=$t; break
+  elif [[ $t == docker ]]; then why+=("'docker info' fails (no daemon answers)")
+  else why+=("'$t info' fails: $(tail -n1 "$work/$t-info.log")")
+  fi
+done
+if [[ -z $tool ]]; then
+  echo "SKIPPED: no container tool works: ${why[0]}, ${why[1]}; 'scripts/build-image --install' (or apt-get install podman) enables this test"
+  exit 77
+fi
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails+1)); }
 
@@ -99,7 +100,7 @@ echo "ok: user 65532:65532, entrypoint /usr/local/bin/training-operator, $(cd "$
 way=
 if run_out=$(timeout 120 "$tool" run --rm "$image" --version 2>&1); then
   way=run
-elif [[ $(id -u) -eq 0 ]] && command -v unshare >/dev/null; then
+elif [[ $(id -u) -eq 0 && -n $(type -P unshare) ]]; then
   way=unshare
   echo "note: '$tool run' is refused here ($(head -n1 <<<"$run_out")): running the exported root filesystem with unshare"
 else
@@ -134,8 +135,7 @@ out=$(run_in_image --help 2>&1); rc=$?
 # kubeconfig's CA and bearer token: ready, a PyTorchJob succeeds, SIGTERM stops it with status 0.
 "$lc" --listen 127.0.0.1:0 --tls --kubeconfig-out "$work/kubeconfig" >"$work/cluster.out" 2>"$work/cluster.log" &
 pids+=($!)
-for _ in $(seq 100); do grep -q '^ready ' "$work/cluster.out" && break; sleep 0.1; done
-grep -q '^ready ' "$work/cluster.out" || { echo "FAIL: the local cluster did not start"; tail "$work/cluster.log"; exit 1; }
+wait_until 20 grep -q '^ready ' "$work/cluster.out" || { echo "FAIL: the local cluster did not start"; tail "$work/cluster.log"; exit 1; }
 chmod 644 "$work/kubeconfig"
 cp "$work/kubeconfig" "$root/kubeconfig"
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
@@ -146,22 +146,14 @@ op=$!
 pids+=("$op")
 port=$(logged_port --health-probe-bind-address "$work/operator.log" "$op")
 [[ -n $port ]] || { echo "FAIL: the operator in the image did not start:"; tail -20 "$work/operator.log"; exit 1; }
-ready=
-for _ in $(seq 200); do
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && { ready=1; break; }
-  kill -0 "$op" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -n $ready ]] || { echo "FAIL: the operator in the image never got ready:"; tail -20 "$work/operator.log"; exit 1; }
+ready_or_gone() { curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || ! kill -0 "$op" 2>/dev/null; }
+wait_until 30 ready_or_gone && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null ||
+  { echo "FAIL: the operator in the image did not get ready within 30 s:"; tail -20 "$work/operator.log"; exit 1; }
 k apply -f "$src/examples/pytorch.yaml" >/dev/null || fail "kubectl apply examples/pytorch.yaml"
-start=$SECONDS
-phase=
-while ((SECONDS - start < 90)); do
-  phase=$(k get pytorchjob pytorch-demo -n default -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null)
-  [[ $phase == Succeeded || $phase == Failed ]] && break
-  sleep 0.3
-done
-[[ $phase == Succeeded ]] || fail "pytorch-demo ended as '$phase' under the operator from the image"
+phase() { k get pytorchjob pytorch-demo -n default -o jsonpath='{.status.conditions[-1:].type}' 2>/dev/null; }
+finished() { [[ $(phase) == Succeeded || $(phase) == Failed ]]; }
+wait_until 90 finished
+[[ $(phase) == Succeeded ]] || fail "pytorch-demo is '$(phase)' under the operator from the image, want Succeeded"
 kill -TERM "$op"
 stop=$SECONDS
 wait "$op"; rc=$?
