@@ -118,19 +118,24 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
 
   CLI::App app{"Unitrain training operator: runs Kubeflow training jobs (PyTorchJob, MPIJob, ...)"};
   app.get_formatter()->column_width(44);
+  // Go's flag package keeps the last value of a flag given twice (an overlay that appends an
+  // argument the base already has); --enable-scheme and --namespace keep every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   // UNITRAIN_VERSION: CMake's project(VERSION), defined for this target in its CMakeLists.txt.
   app.set_version_flag("--version", "training-operator " UNITRAIN_VERSION, "Print the version and exit");
   app.add_option("--enable-scheme", f.enable_scheme,
                  "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
                  "Default: all, MPIJob only in --mpi-default-version. The bare MPIJob (mpijob) is kubeflow.org/v1, "
                  "as in training-operator; v2beta1 is mpijob-v2. Accepted: " +
-                     fmt::format("{}", fmt::join(registry.accepted_names(), ", ")));
+                     fmt::format("{}", fmt::join(registry.accepted_names(), ", ")))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--gang-scheduler-name,--gang-scheduling", f.gang_scheduler_name,
                  "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling "
                  "(--gang-scheduling: mpi-operator's name)")
       ->check(CLI::Validator(check_gang_scheduler, "NAME", "gang scheduler"));
   app.add_option("--namespace", f.namespaces,
                  "Namespace(s) to watch; repeatable. Default: $KUBEFLOW_NAMESPACE, else all namespaces")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(kube_name(api::validate_dns1123_label, "namespace"));
   app.add_option("--controller-threads,--threadiness", f.controller_threads,
                  "Reconcile workers per framework controller (--threadiness: mpi-operator's name)")
