@@ -43,7 +43,9 @@ upstream=(
   --pytorch-init-container-image=alpine:3.10 "--pytorch-init-container-template-file=$template"
   --pytorch-init-container-max-tries=100 --mpi-kubectl-delivery-image=kubeflow/kubectl-delivery:latest
   --webhook-server-port=9443 --webhook-service-name=training-operator
-  --webhook-secret-name=training-operator-webhook-cert
+  --webhook-secret-name=training-operator-webhook-cert --kubeconfig="$bad_kc"
+  --zap-devel --zap-devel=false --zap-encoder=console --zap-log-level=info --zap-stacktrace-level=error
+  --zap-time-encoding=iso8601
 )
 for flag in "${upstream[@]}"; do
   accepted "$flag" >/dev/null && echo "ok: $flag"
