@@ -82,7 +82,10 @@ std::string openapi_document(const Store& store, const std::vector<ResourceInfo>
   return openapi_v3_group_version(openapi_resources(store, resources, group, version));
 }
 
-constexpr std::string_view kOpenApiV2Protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+// What kubectl asks for ('@' is not a valid media type character, so kube-openapi answers with the
+// dotted form, which Go's mime parser accepts).
+constexpr std::string_view kOpenApiV2ProtobufAccepted = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+constexpr std::string_view kOpenApiV2Protobuf = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 // /openapi/v2 in the first representation the Accept header lists that is served: JSON or
 // gnostic protobuf (kubectl asks for protobuf only); 406 when neither is acceptable.
@@ -90,7 +93,7 @@ HttpReply openapi_v2_reply(const HttpRequest& req, const Store& store, const std
                            const std::string& version) {
   bool protobuf = false, acceptable = req.accept.empty();
   for (const auto& m : parse_accept(req.accept)) {
-    if (m.type == kOpenApiV2Protobuf || m.type == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf") {
+    if (m.type == kOpenApiV2Protobuf || m.type == kOpenApiV2ProtobufAccepted) {
       protobuf = acceptable = true;
       break;
     }
