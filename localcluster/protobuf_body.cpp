@@ -300,6 +300,12 @@ Status decode_into(const proto::Message& m, std::string_view bytes, json::Value&
       slot->value.PushBack(item, a);
       continue;
     }
+    if (f->inline_fields) {
+      // An embedded struct JSON flattens (Volume's VolumeSource, a selector's LocalObjectReference).
+      if (w.type != WireType::Bytes) return wrong_wire(m, *f);
+      if (auto s = decode_into(proto::all_messages()[f->message], w.bytes, out, a, depth + 1); !s) return s;
+      continue;
+    }
     json::Value value;
     bool present = false;
     if (auto s = decode_value(m, *f, w, value, present, a, depth); !s) return s;

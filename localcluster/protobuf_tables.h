@@ -14,10 +14,11 @@ enum class Cardinality : uint8_t { Single, Repeated, Map };  // maps are keyed b
 
 struct Field {
   uint32_t number;
-  std::string_view name;  // the JSON name (k8s.io protobuf fields are named as in JSON)
+  std::string_view name;  // the JSON name (from the Go struct's json tag, not the .proto name)
   FieldType type;         // of the value, for maps
   Cardinality cardinality;
   int32_t message;  // index into all_messages() when type is Message, else -1
+  bool inline_fields;  // json:",inline": the message's fields belong to the parent JSON object
 };
 
 struct Message {

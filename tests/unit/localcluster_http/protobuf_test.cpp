@@ -180,3 +180,49 @@ TEST_CASE("the wire reader refuses truncated and malformed input") {
   lc::proto::WireReader too_long(std::string("\x0a\x05" "ab", 4));
   CHECK_FALSE(too_long.next());
 }
+
+TEST_CASE("inline structs are flattened and JSON names come from the Go tags, not the .proto names") {
+  // Volume{name, VolumeSource{configMap: ConfigMapVolumeSource{LocalObjectReference{name}}}}.
+  WireWriter reference;
+  reference.bytes(1, "settings");
+  WireWriter config_map_source;
+  config_map_source.bytes(1, reference.data());
+  config_map_source.varint(3, 0420);
+  WireWriter volume_source;
+  volume_source.bytes(19, config_map_source.data());
+  WireWriter volume;
+  volume.bytes(1, "config");
+  volume.bytes(2, volume_source.data());
+  // EnvVar{name, valueFrom: EnvVarSource{secretKeyRef: SecretKeySelector{LocalObjectReference, key}}}.
+  WireWriter secret_ref;
+  WireWriter creds;
+  creds.bytes(1, "creds");
+  secret_ref.bytes(1, creds.data());
+  secret_ref.bytes(2, "password");
+  WireWriter source;
+  source.bytes(4, secret_ref.data());
+  WireWriter env;
+  env.bytes(1, "PASSWORD");
+  env.bytes(3, source.data());
+  WireWriter container;
+  container.bytes(1, "main");
+  container.bytes(7, env.data());
+  WireWriter spec;
+  spec.bytes(1, volume.data());
+  spec.bytes(2, container.data());
+  WireWriter pod;
+  pod.bytes(2, spec.data());
+  auto p = decoded(envelope("v1", "Pod", pod.data()));
+  CHECK(json::dump(*json::find(p.root(), "/spec")) ==
+        R"({"volumes":[{"name":"config","configMap":{"name":"settings","defaultMode":272}}],)"
+        R"("containers":[{"name":"main","env":[{"name":"PASSWORD","valueFrom":{"secretKeyRef":)"
+        R"({"name":"creds","key":"password"}}}]}]})");
+
+  // ValidatingWebhookConfiguration's webhooks are `Webhooks` in its .proto.
+  WireWriter hook;
+  hook.bytes(1, "check.example.com");
+  WireWriter config;
+  config.bytes(2, hook.data());
+  auto v = decoded(envelope("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", config.data()));
+  CHECK(json::string_at(v.root(), "/webhooks/0/name") == "check.example.com");
+}
