@@ -171,14 +171,15 @@ TEST_CASE("fields a newer release added are skipped, as Go's decoder skips them"
 }
 
 TEST_CASE("the wire reader refuses truncated and malformed input") {
-  lc::proto::WireReader overlong(std::string(11, '\xff'));
-  CHECK_FALSE(overlong.next());
-  lc::proto::WireReader group(std::string("\x0b", 1));  // field 1, start-group
-  CHECK_FALSE(group.next());
-  lc::proto::WireReader zero(std::string("\x00\x01", 2));  // field number 0
-  CHECK_FALSE(zero.next());
-  lc::proto::WireReader too_long(std::string("\x0a\x05" "ab", 4));
-  CHECK_FALSE(too_long.next());
+  // The reader views its input: each input outlives its reader.
+  const std::string overlong_varint(11, '\xff');
+  const std::string start_group("\x0b", 1);        // field 1, wire type 3
+  const std::string field_zero("\x00\x01", 2);    // field number 0
+  const std::string too_long("\x0a\x05" "ab", 4);  // 5 bytes announced, 2 present
+  for (const std::string* input : {&overlong_varint, &start_group, &field_zero, &too_long}) {
+    lc::proto::WireReader r(*input);
+    CHECK_FALSE(r.next());
+  }
 }
 
 TEST_CASE("inline structs are flattened and JSON names come from the Go tags, not the .proto names") {
