@@ -6,6 +6,18 @@
 #include "localcluster/request_options.h"
 
 namespace unitrain::localcluster {
+namespace {
+
+// dryRun and fieldValidation of a write, checked before the body is read (as kube-apiserver
+// validates its Create/Update/PatchOptions); whether the write is a dry run.
+StoreResult<bool> write_options(const Query& q, std::string_view kind) {
+  auto dry = dry_run(q, kind);
+  if (!dry) return dry;
+  if (auto fv = check_field_validation(q, kind); !fv) return fail(std::move(fv).error());
+  return dry;
+}
+
+}  // namespace
 
 HttpReply ResourceHandler::handle(const HttpRequest& req, const ResourceRoute& route, const MediaType& content_type,
                                   bool apply) {
@@ -60,7 +72,9 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (route.subresource == "log") return pod_log(route, q);
     if (collection) {
       if (!has_verb(r, "list")) return method_not_allowed();
-      auto l = front_.list(r, route.ns, list_request(q));
+      auto options = list_request(q);
+      if (!options) return error_reply(options.error());
+      auto l = front_.list(r, route.ns, *options);
       if (!l) return error_reply(l.error());
       if (negotiate(req.accept).representation == Representation::Object) {
         return HttpReply{200, "application/json", std::move(*l), {}};
@@ -76,17 +90,21 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
   }
   if (req.method == "POST") {
     if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();
+    auto dry = write_options(q, "CreateOptions");
+    if (!dry) return error_reply(dry.error());
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
-    auto created = front_.create(r, route.ns, std::move(*body), dry_run(q), notes);
+    auto created = front_.create(r, route.ns, std::move(*body), *dry, notes);
     if (!created) return error_reply(created.error());
     return render(r, req, 201, created->root());
   }
   if (req.method == "PUT") {
     if (collection || !has_verb(r, "update")) return method_not_allowed();
+    auto dry = write_options(q, "UpdateOptions");
+    if (!dry) return error_reply(dry.error());
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
-    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q), notes);
+    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, *dry, notes);
     if (!updated) return error_reply(updated.error());
     return render(r, req, 200, updated->root());
   }
@@ -100,7 +118,9 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (!d) return error_reply(d.error());
     if (collection) {
       if (!has_verb(r, "deletecollection")) return method_not_allowed();
-      auto out = front_.remove_collection(r, route.ns, list_request(q), *d, notes);
+      auto options = list_request(q);
+      if (!options) return error_reply(options.error());
+      auto out = front_.remove_collection(r, route.ns, *options, *d, notes);
       if (!out) return error_reply(out.error());
       return HttpReply{200, "application/json", std::move(*out), {}};
     }
@@ -122,6 +142,8 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
         "application/strategic-merge-patch+json"));
   }
+  auto dry = write_options(q, "PatchOptions");
+  if (!dry) return error_reply(dry.error());
   std::string body(req.body);
   if (*kind == PatchKind::Apply) {
     auto doc = decode_body(req.body, content_type);
@@ -134,7 +156,7 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
                                       "required for apply patch"));
   }
   auto patched = front_.patch(route.info, route.ns, route.name, *kind, body, route.subresource,
-                              query_value(q, "fieldManager"), dry_run(q), notes);
+                              query_value(q, "fieldManager"), *dry, notes);
   if (!patched) return error_reply(patched.error());
   return render(route.info, req, 200, patched->root());
 }

@@ -219,6 +219,12 @@ FieldError invalid_value_text(std::string field, std::string_view repr, std::str
   return {"FieldValueInvalid", std::move(field), std::move(d)};
 }
 
+FieldError not_supported(std::string field, std::string_view value, const std::vector<std::string>& supported) {
+  std::string d = "Unsupported value: " + quote(value) + ": supported values: ";
+  for (size_t i = 0; i < supported.size(); ++i) d += (i ? ", " : "") + quote(supported[i]);
+  return {"FieldValueNotSupported", std::move(field), std::move(d)};
+}
+
 FieldError required_value(std::string field, std::string_view detail) {
   std::string d = "Required value";
   if (!detail.empty()) d += ": " + std::string(detail);

@@ -21,6 +21,8 @@ FieldError invalid_value(std::string field, const json::Value& value, std::strin
 FieldError invalid_value_text(std::string field, std::string_view value_repr, std::string_view detail);
 FieldError required_value(std::string field, std::string_view detail = {});
 FieldError forbidden(std::string field, std::string_view detail);
+// `Unsupported value: "x": supported values: "a", "b"` (field.NotSupported).
+FieldError not_supported(std::string field, std::string_view value, const std::vector<std::string>& supported);
 // Go's %v / %q rendering of a JSON value the way field.Invalid shows it.
 std::string value_repr(const json::Value& v);
 

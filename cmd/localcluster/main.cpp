@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     std::string listen = "127.0.0.1:0";
     std::string kubeconfig_out;
     bool tls = false;
+    bool insecure_allow_remote = false;
     std::string token;
     std::string state_dir;
     std::string log_level = "info";
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
     app.add_option("--token", token, "bearer token clients must send (generated with --tls when omitted)");
+    app.add_flag("--insecure-allow-remote", insecure_allow_remote,
+                 "serve a non-loopback --listen address without --tls (anyone who reaches it reads every Secret)");
     app.add_option("--state-dir", state_dir, "persist objects here so they survive restarts");
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -86,9 +89,15 @@ int main(int argc, char** argv) {
     options.listen = listen;
     options.tls = tls;
     options.threads = threads;
+    options.insecure_allow_remote = insecure_allow_remote;
     if (!token.empty()) options.token = token;
     if (!state_dir.empty()) options.state_dir = state_dir;
     if (!kubeconfig_out.empty()) options.kubeconfig_out = kubeconfig_out;
+    // A refused exposure is a usage error (exit 2), reported before anything is opened.
+    if (auto exposure = unitrain::localcluster::check_exposure(options); exposure.refusal) {
+      spdlog::error("{}", *exposure.refusal);
+      return 2;
+    }
     for (const auto& e : service_endpoints) {
       if (auto st = unitrain::localcluster::add_service_endpoint(options.webhooks, e); !st) {
         std::fprintf(stderr, "localcluster: %s\n", st.error().message.c_str());

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """python3-kubernetes (Debian's package) against build/bin/localcluster: list, create, patch,
-watch from a resourceVersion, delete. Usage: python_client_e2e.py LOCALCLUSTER_BINARY [--tls]"""
+watch from a resourceVersion, delete, options the server refuses. Usage: python_client_e2e.py LOCALCLUSTER_BINARY [--tls]"""
 import os
 import shutil
 import signal
@@ -88,6 +88,25 @@ def main():
         selected = core.list_namespaced_config_map("default", label_selector="app=py", _request_timeout=10)
         if selected.items:
             fail("py1 still listed after delete")
+
+        # Options kube-apiserver refuses come back as ApiExceptions with its status and words.
+        def refused(call, status, words):
+            try:
+                call()
+            except client.exceptions.ApiException as e:
+                if e.status != status or words not in (e.body or ""):
+                    fail(f"expected {status} with {words!r}, got {e.status}: {e.body}")
+                return
+            fail(f"expected {status} with {words!r}, the call succeeded")
+
+        refused(lambda: core.list_namespaced_config_map("default", resource_version="1", resource_version_match="Bogus",
+                                                        _request_timeout=10),
+                422, 'Unsupported value: \\"Bogus\\"')
+        refused(lambda: core.list_namespaced_config_map("default", limit=1, _continue="bm90LWEtdG9rZW4",
+                                                        _request_timeout=10),
+                400, "invalid continue token")
+        refused(lambda: core.create_namespaced_config_map("default", body, dry_run="Yes", _request_timeout=10),
+                422, "dryRun: Unsupported value")
         print("PASS")
     finally:
         signal.alarm(0)

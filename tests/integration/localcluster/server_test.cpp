@@ -145,7 +145,10 @@ TEST_CASE("discovery documents: /api, /apis, group versions and the aggregated f
   CHECK(cl.get("/healthz").body == "ok");
   CHECK(cl.get("/readyz").status == 200);
   CHECK(str(parse(cl.get("/version").body).root(), "/gitVersion") == "v1.32.0");
-  CHECK(cl.get("/openapi/v2").status == 404);
+  // OpenAPI v2 is served (kubectl reads it for kinds missing from v3).
+  auto v2 = cl.get("/openapi/v2");
+  CHECK(v2.status == 200);
+  CHECK(str(parse(v2.body).root(), "/swagger") == "2.0");
 }
 
 TEST_CASE("create, get, list and errors as metav1.Status") {

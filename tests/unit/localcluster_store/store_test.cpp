@@ -1,6 +1,7 @@
 #include <regex>
 
 #include "helpers.h"
+#include "localcluster/continue_token.h"
 
 using lc::DeleteRequest;
 using lc::ListRequest;
@@ -419,6 +420,7 @@ TEST_CASE("list paging with limit and continue, and resourceVersion semantics") 
   ListRequest bad;
   bad.continue_token = "!!!";
   CHECK(s->list(pods(), "default", bad).error().code == 400);
+  CHECK(s->list(pods(), "default", bad).error().message.starts_with("invalid continue token: continue key is not valid"));
 
   ListRequest future;
   future.resource_version = std::to_string(std::stoull(s->resource_version()) + 100);
@@ -463,4 +465,40 @@ TEST_CASE("services and secrets get kube-apiserver's defaults; dry run stores no
   auto dry = s->create(builtin("", "configmaps"), "default", doc(R"({"metadata":{"name":"dry"}})"), true);
   REQUIRE(dry);
   CHECK_FALSE(s->get(builtin("", "configmaps"), "default", "dry"));
+}
+
+TEST_CASE("a continue token older than the store's history is 410 with a token that goes on at the current state") {
+  lc::StoreOptions o;
+  o.watch_window = 2;
+  auto s = new_store(o);
+  for (int i = 0; i < 4; ++i) create_ok(*s, pods(), "default", pod_doc("p" + std::to_string(i)));
+  ListRequest req;
+  req.limit = 1;
+  auto first = s->list(pods(), "default", req);
+  REQUIRE(first);
+  std::string token = str(doc(*first), "/metadata/continue");
+  // Three more writes push the first page's resourceVersion out of the window.
+  for (int i = 4; i < 7; ++i) create_ok(*s, pods(), "default", pod_doc("p" + std::to_string(i)));
+  req.continue_token = token;
+  auto expired = s->list(pods(), "default", req);
+  REQUIRE_FALSE(expired);
+  CHECK(expired.error().code == 410);
+  CHECK(expired.error().reason == "Expired");
+  CHECK(expired.error().message.starts_with("The provided continue parameter is too old to display a consistent list"));
+  auto status = expired.error().to_status();
+  std::string inconsistent = str(status, "/metadata/continue");
+  auto decoded = lc::decode_continue_token(inconsistent);
+  REQUIRE(decoded);
+  CHECK(decoded->resource_version == -1);
+  req.continue_token = inconsistent;
+  auto rest = s->list(pods(), "default", req);
+  REQUIRE(rest);
+  CHECK(item_names(*rest) == std::vector<std::string>{"p1"});
+  CHECK(str(doc(*rest), "/metadata/resourceVersion") == s->resource_version());
+
+  // A token naming a resourceVersion the store has not reached is refused like a too-new list.
+  req.continue_token = lc::encode_continue_token({static_cast<int64_t>(std::stoull(s->resource_version())) + 5, "default/p1"});
+  auto future = s->list(pods(), "default", req);
+  REQUIRE_FALSE(future);
+  CHECK(future.error().code == 504);
 }
