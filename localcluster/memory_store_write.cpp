@@ -8,6 +8,7 @@
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/object_names.h"
+#include "localcluster/pod_admission.h"
 
 namespace unitrain::localcluster {
 namespace {
@@ -85,6 +86,24 @@ StoreResult<void> MemoryStore::check_namespace(const Served& s, std::string_view
   std::string body_ns = json::string_at(obj.root(), "/metadata/namespace");
   if (!body_ns.empty() && body_ns != ns) return fail(errors::namespace_mismatch());
   meta_set_string(obj, "namespace", ns);
+  return {};
+}
+
+// LimitRange defaults, then ResourceQuota, over the namespace as it is now (under the lock).
+StoreResult<void> MemoryStore::admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
+                                         Document& obj) {
+  auto in_namespace = [&](const char* skey) {
+    std::vector<const Value*> out;
+    auto t = state_->tables.find(skey);
+    if (t == state_->tables.end()) return out;
+    std::string lo = ns + "/", hi = ns + "0";  // '0' follows '/' in ASCII
+    for (auto it = t->second.objects.lower_bound(lo); it != t->second.objects.lower_bound(hi); ++it)
+      out.push_back(&it->second.doc->root());
+    return out;
+  };
+  apply_limit_ranges(obj, in_namespace("/limitranges"));
+  if (auto refusal = quota_refusal(obj.root(), in_namespace("/resourcequotas"), in_namespace("/pods")))
+    return fail(errors::forbidden(pods, name, *refusal));
   return {};
 }
 
@@ -173,9 +192,16 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
   if (s->info.group.empty() && s->info.resource == "namespaces") {
     (void)json::set_string(obj, "/status/phase", "Active");
   }
+  if (s->info.group.empty() && (s->info.resource == "persistentvolumeclaims" || s->info.resource == "persistentvolumes")) {
+    (void)json::set_string(obj, "/status/phase", "Pending");
+  }
   if (s->info.group == "batch" && s->info.resource == "jobs") default_job_selector(obj);
   auto adm = default_and_validate(*s, obj, name);
   if (!adm) return fail(std::move(adm).error());
+  if (s->info.group.empty() && s->info.resource == "pods") {
+    auto admitted = admit_pod(s->info, ns, name, obj);
+    if (!admitted) return fail(std::move(admitted).error());
+  }
   std::shared_ptr<const CrdDefinition> crd;
   if (is_crd(s->info)) {
     auto def = prepare_crd(*s, obj, name);

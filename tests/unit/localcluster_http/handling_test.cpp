@@ -116,7 +116,7 @@ TEST_CASE("admission rules: operations, groups, versions, resources with wildcar
 
 TEST_CASE("pod logs keep the newest lines and wake their followers") {
   lc::PodLogs logs(3);
-  const std::string key = lc::PodLogs::key("ns", "p");
+  const std::string key = lc::PodLogs::key("ns", "p", "c");
   CHECK(key == "ns/p");
   int wakes = 0;
   auto follower = std::make_shared<std::function<void()>>([&] { ++wakes; });
