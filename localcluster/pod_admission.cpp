@@ -105,8 +105,9 @@ void apply_limit_ranges(json::Document& pod, const std::vector<const Value*>& li
           }
         };
         fill("limits", defaults, set_limits[cname]);
-        // Without defaultRequest, the default limit is the default request.
-        fill("requests", default_requests ? default_requests : defaults, set_requests[cname]);
+        // A resource defaultRequest does not name takes the default limit as its request.
+        fill("requests", default_requests, set_requests[cname]);
+        fill("requests", defaults, set_requests[cname]);
       }
     }
   }

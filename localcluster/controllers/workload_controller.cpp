@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -186,7 +188,7 @@ struct WorkloadController::Impl {
           }
       }
       objs[kind].erase(uid);
-      dirty.erase({kind, uid});
+      dirty.erase(std::make_pair(kind, uid));
       if (kind == kReplicaSet) unlink(uid);
       return;
     }
@@ -732,9 +734,10 @@ struct WorkloadController::Impl {
       }
       if (!live) {
         bool terminating = std::any_of(here.begin(), here.end(), [](const Value* p) { return is_deleting(*p); });
+        const std::string target = node;
         if (!terminating)
           create_pod(kDaemonSet, ds, *tmpl, "", {{std::string(kRevisionHashLabel), hash}, {"pod-template-generation", generation}},
-                     [&node](json::Document& pod) { (void)json::set_string(pod, "/spec/nodeName", node); });
+                     [&target](json::Document& pod) { (void)json::set_string(pod, "/spec/nodeName", target); });
         rolling = false;
         continue;
       }
