@@ -186,7 +186,7 @@ kind: Pod
 metadata:
   name: talker
   annotations:
-    sim.unitrain.io/duration: 3s
+    sim.unitrain.io/duration: 1h
     sim.unitrain.io/log: |-
       epoch 1 loss 0.9
       epoch 2 loss 0.5
@@ -206,10 +206,11 @@ out=$(k get --raw /api/v1/namespaces/default/pods/talker/log 2>&1) && die "log w
 [[ $out == *"a container name must be specified for pod talker, choose one of: [trainer sidecar]"* ]] || die "log without container=: $out"
 out=$(k logs talker -c nope 2>&1) && die "logs -c nope succeeded: $out"
 [[ $out == *"container nope is not valid for pod talker"* ]] || die "logs -c nope: $out"
-start=$SECONDS
-out=$(timeout 30 kubectl logs -f talker -c sidecar) || die "logs -f: $out"
-[[ $out == *"container sidecar exited with code 0"* ]] || die "logs -f did not stream to the container's end: $out"
-[[ $(k get pod talker -o jsonpath='{.status.phase}') == Succeeded ]] || die "logs -f ended before the container"
+pod streamer Never 'sim.unitrain.io/duration: 3s' 'sim.unitrain.io/log: "hello"' | k apply -f - >/dev/null
+for _ in $(seq 1 100); do [[ $(k get pod streamer -o jsonpath='{.status.phase}') != Pending ]] && break; sleep 0.1; done
+out=$(timeout 30 kubectl logs -f streamer) || die "logs -f: $out"
+[[ $out == *hello*"container main exited with code 0"* ]] || die "logs -f did not stream to the container's end: $out"
+[[ $(k get pod streamer -o jsonpath='{.status.phase}') == Succeeded ]] || die "logs -f ended before the container"
 out=$(k logs crash --previous) && [[ $out == *"container main exited with code 1"* ]] || die "logs --previous: $out"
 out=$(k logs done --previous 2>&1) && die "logs --previous of a pod that never restarted succeeded: $out"
 [[ $out == *'previous terminated container "main" in pod "done" not found'* ]] || die "logs --previous: $out"
@@ -219,5 +220,10 @@ out=$(timeout 30 kubectl exec db-0 -- ls 2>&1) && die "exec succeeded: $out"
 [[ $out == *"simulates containers"* ]] || die "exec: $out"
 out=$(timeout 30 kubectl port-forward pod/db-0 0:80 2>&1) && die "port-forward succeeded: $out"
 [[ $out == *"simulates containers"* ]] || die "port-forward: $out"
-echo "exec says: $(timeout 30 kubectl exec db-0 -- ls 2>&1 | head -2)"
+stop_cluster
+
+step "--gang-scheduler installs that scheduler's PodGroup CRD only"
+start_cluster "$bin" "$work" --gang-scheduler scheduler-plugins-scheduler
+out=$(k get crd podgroups.scheduling.x-k8s.io -o name) || die "no scheduler-plugins PodGroup CRD: $out"
+out=$(k get crd podgroups.scheduling.volcano.sh 2>&1) && die "Volcano's CRD installed too: $out"
 echo "PASS"
