@@ -3,6 +3,11 @@
 namespace unitrain::localcluster {
 namespace {
 
+ResourceInfo with_scale(ResourceInfo r) {
+  r.has_scale = true;
+  return r;
+}
+
 const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
                                             "list",   "patch",  "update",           "watch"};
 
@@ -56,9 +61,9 @@ std::vector<ResourceInfo> build() {
   v.push_back(make("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false, true, {"pv"}));
   v.push_back(make("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", true, true, {"quota"}));
   v.push_back(make("", "v1", "limitranges", "limitrange", "LimitRange", true, false, {"limits"}));
-  v.push_back(make("apps", "v1", "deployments", "deployment", "Deployment", true, true, {"deploy"}, all));
-  v.push_back(make("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, true, {"rs"}, all));
-  v.push_back(make("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, true, {"sts"}, all));
+  v.push_back(with_scale(make("apps", "v1", "deployments", "deployment", "Deployment", true, true, {"deploy"}, all)));
+  v.push_back(with_scale(make("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, true, {"rs"}, all)));
+  v.push_back(with_scale(make("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, true, {"sts"}, all)));
   v.push_back(make("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, true, {"ds"}, all));
   v.push_back(make("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", true, false, {}));
   v.push_back(make("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, false, {"sc"}));

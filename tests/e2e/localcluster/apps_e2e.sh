@@ -61,6 +61,9 @@ out=$(k get pods -l app=web --no-headers)
 running=$(grep -c ' 1/1 *Running ' <<<"$out" || true)
 [[ $running -ge 2 ]] || die "web pods not 1/1 Running: $out ($images)"
 [[ $(k get rs -l app=web --no-headers | wc -l) -eq 2 ]] || die "web should have two ReplicaSets"
+out=$(k scale deployment web --replicas=3) || die "scale: $out"
+out=$(k rollout status deployment/web --timeout=60s) && [[ $out == *"successfully rolled out"* ]] || die "web x3: $out"
+out=$(k get deployment web --no-headers) && [[ $out == *" 3/3 "* ]] || die "web not 3/3 after scale: $out"
 
 step "a StatefulSet and a DaemonSet roll out"
 cat >"$work/sts.yaml" <<'YAML'
