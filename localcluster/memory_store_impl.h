@@ -111,8 +111,11 @@ class MemoryStore final : public Store {
   // ---- create and update (memory_store_write.cpp) ----
   StoreResult<void> check_namespace(const Served& s, std::string_view ns, json::Document& obj) const;
   // Defaulting and validation every create and update get: schema pruning, defaults and
-  // validation for custom resources, built-in defaulting otherwise. `name` names the errors.
-  StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name);
+  // validation (with x-kubernetes-validations rules) for custom resources, built-in defaulting
+  // otherwise; label and annotation syntax for every kind. `name` names the errors; `old` is the
+  // stored object on update (transition rules compare with it), null on create.
+  StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name,
+                                         const json::Value* old);
   // A CRD being written: defaulted, validated, its status set; registered once committed.
   StoreResult<std::shared_ptr<const CrdDefinition>> prepare_crd(const Served& s, json::Document& obj,
                                                                 const std::string& name);

@@ -8,6 +8,7 @@
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/object_names.h"
+#include "localcluster/validation_rules.h"
 
 namespace unitrain::localcluster {
 namespace {
@@ -25,12 +26,15 @@ std::string random_suffix(std::mt19937_64& rng) {
   return s;
 }
 
-std::vector<FieldError> custom_resource_checks(const Served& s, Document& obj) {
+std::vector<FieldError> custom_resource_checks(const Served& s, Document& obj, const Value* old) {
   if (s.version == nullptr || !s.version->schema.root().IsObject()) return {};
   const Value& schema = s.version->schema.root();
   prune(obj.root(), schema, obj.alloc());
   apply_defaults(obj.root(), schema, obj.alloc());
-  return validate_schema(obj.root(), schema);
+  std::vector<FieldError> errs = validate_schema(obj.root(), schema);
+  std::vector<FieldError> rule_errs = validate_rules(obj.root(), old, schema);
+  errs.insert(errs.end(), rule_errs.begin(), rule_errs.end());
+  return errs;
 }
 
 bool spec_changed(const Served& s, const Value& a, const Value& b) {
@@ -88,10 +92,12 @@ StoreResult<void> MemoryStore::check_namespace(const Served& s, std::string_view
   return {};
 }
 
-StoreResult<void> MemoryStore::default_and_validate(const Served& s, Document& obj, const std::string& name) {
-  std::vector<FieldError> errs;
+StoreResult<void> MemoryStore::default_and_validate(const Served& s, Document& obj, const std::string& name,
+                                                     const Value* old) {
+  std::vector<FieldError> errs = validate_labels_and_annotations(obj.root());
   if (s.crd != nullptr) {
-    errs = custom_resource_checks(s, obj);
+    std::vector<FieldError> cr = custom_resource_checks(s, obj, old);
+    errs.insert(errs.end(), cr.begin(), cr.end());
     set_member(obj, "apiVersion", Value((s.info.group + "/" + s.crd->storage_version).c_str(), obj.alloc()));
   } else {
     default_builtin(s.info, obj, state_->rng);
@@ -174,7 +180,7 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
     (void)json::set_string(obj, "/status/phase", "Active");
   }
   if (s->info.group == "batch" && s->info.resource == "jobs") default_job_selector(obj);
-  auto adm = default_and_validate(*s, obj, name);
+  auto adm = default_and_validate(*s, obj, name, nullptr);
   if (!adm) return fail(std::move(adm).error());
   std::shared_ptr<const CrdDefinition> crd;
   if (is_crd(s->info)) {
@@ -230,7 +236,7 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
     }
   }
   meta_set_string(next, "resourceVersion", old_rv);
-  auto adm = default_and_validate(s, next, name);
+  auto adm = default_and_validate(s, next, name, &old);
   if (!adm) return fail(std::move(adm).error());
   std::shared_ptr<const CrdDefinition> crd;
   if (is_crd(s.info)) {
