@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "localcluster/body_validation.h"
 #include "localcluster/crd.h"
 #include "localcluster/request_options.h"
 
@@ -26,6 +27,28 @@ std::optional<std::vector<PrinterColumn>> ResourceHandler::crd_columns(const Res
   auto crd = find_crd_object(store_, r);
   if (!crd) return std::nullopt;
   return crd_printer_columns(crd->root(), r.version);
+}
+
+std::optional<StatusError> ResourceHandler::check_body(const Query& q, const ResourceInfo& r, const json::Value& body,
+                                                       std::string_view name, std::string_view options_kind,
+                                                       bool type_meta, CallNotes& notes) const {
+  auto directive = field_validation(q, options_kind);
+  if (!directive) return std::move(directive).error();
+  auto crd = find_crd_object(store_, r);
+  if (type_meta) {
+    if (auto bad = check_type_meta(r, body, name, crd.has_value())) return bad;
+  }
+  if (*directive == FieldValidation::Ignore) return std::nullopt;
+  const json::Value* schema = nullptr;
+  if (crd) {
+    if (const json::Value* versions = json::find(crd->root(), "/spec/versions"); versions != nullptr && versions->IsArray()) {
+      for (const auto& v : versions->GetArray()) {
+        if (json::string_at(v, "/name") == r.version) schema = json::find(v, "/schema/openAPIV3Schema");
+      }
+    }
+  }
+  static const json::Value no_schema;
+  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema), notes.warnings);
 }
 
 HttpReply ResourceHandler::render(const ResourceInfo& r, const HttpRequest& req, unsigned status,
@@ -78,6 +101,10 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
+    if (auto bad = check_body(q, r, body->root(), json::string_at(body->root(), "/metadata/name"), "CreateOptions",
+                              true, notes)) {
+      return error_reply(*bad);
+    }
     auto created = front_.create(r, route.ns, std::move(*body), dry_run(q), notes);
     if (!created) return error_reply(created.error());
     return render(r, req, 201, created->root());
@@ -86,6 +113,9 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (collection || !has_verb(r, "update")) return method_not_allowed();
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
+    if (route.subresource.empty() || route.subresource == "status") {
+      if (auto bad = check_body(q, r, body->root(), route.name, "UpdateOptions", true, notes)) return error_reply(*bad);
+    }
     auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q), notes);
     if (!updated) return error_reply(updated.error());
     return render(r, req, 200, updated->root());
@@ -127,6 +157,17 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
     auto doc = decode_body(req.body, content_type);
     if (!doc) return error_reply(doc.error());
     body = doc->dump();
+  }
+  if ((*kind == PatchKind::Apply || *kind == PatchKind::Merge || *kind == PatchKind::Strategic) &&
+      (route.subresource.empty() || route.subresource == "status")) {
+    // Merge-style patches mirror the object, so their undeclared fields are the result's.
+    auto doc = json::Document::parse(body);
+    if (doc) {
+      if (auto bad = check_body(q, route.info, doc->root(), route.name, "PatchOptions", *kind == PatchKind::Apply,
+                                notes)) {
+        return error_reply(*bad);
+      }
+    }
   }
   if (apply && query_value(q, "fieldManager").empty()) {
     return error_reply(errors::status(422, "Invalid",
