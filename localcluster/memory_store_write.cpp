@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "localcluster/builtin_defaults.h"
+#include "localcluster/managed_fields.h"
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/object_names.h"
@@ -55,7 +56,8 @@ bool spec_changed(const Served& s, const Value& a, const Value& b) {
 }  // namespace
 
 StoreResult<Document> MemoryStore::update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                          Document obj, std::string_view subresource, bool dry_run) {
+                                          Document obj, std::string_view subresource, bool dry_run,
+                                          std::string_view field_manager) {
   PendingNotifications p;
   StoreResult<Document> out = [&]() -> StoreResult<Document> {
     std::lock_guard l(state_->mu);
@@ -75,7 +77,8 @@ StoreResult<Document> MemoryStore::update(const ResourceInfo& r, std::string_vie
                                   {invalid_value_text("metadata.resourceVersion", "0x0",
                                                       "must be specified for an update")}));
     }
-    return update_locked(*s, t, it->first, it->second.doc, std::move(obj), subresource, dry_run, p);
+    return update_locked(*s, t, it->first, it->second.doc, std::move(obj), subresource, dry_run, p,
+                         FieldOwner{field_manager});
   }();
   p.fire();
   return out;
@@ -115,8 +118,20 @@ StoreResult<std::shared_ptr<const CrdDefinition>> MemoryStore::prepare_crd(const
   return std::make_shared<const CrdDefinition>(std::move(*def));
 }
 
+StoreResult<void> MemoryStore::record_fields(const Served& s, const Value* old, Document& next,
+                                             std::string_view subresource, const FieldOwner& owner) const {
+  if (owner.manager.empty()) return {};
+  FieldsContext ctx;
+  ctx.custom_resource = s.crd != nullptr;
+  if (s.version != nullptr && s.version->schema.root().IsObject()) ctx.schema = &s.version->schema.root();
+  FieldManagerRequest req{std::string(owner.manager), s.info.api_version(), std::string(subresource), now_rfc3339()};
+  if (owner.apply_config != nullptr) return record_apply(old, *owner.apply_config, next, ctx, req, owner.force);
+  record_update(old, next, ctx, req);
+  return {};
+}
+
 StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::string_view ns_in, Document obj,
-                                                 bool dry_run, PendingNotifications& p) {
+                                                 bool dry_run, PendingNotifications& p, const FieldOwner& owner) {
   const Served* s = lookup(r);
   if (s == nullptr) return fail(errors::resource_not_found());
   if (!obj.root().IsObject()) return fail(errors::bad_request("the body of the request must be a JSON object"));
@@ -180,6 +195,12 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
     (void)json::set_string(obj, "/status/phase", "Active");
   }
   if (s->info.group == "batch" && s->info.resource == "jobs") default_job_selector(obj);
+  if (const Value* sent = json::find(obj.root(), "/metadata/managedFields");
+      sent == nullptr || !sent->IsArray() || sent->Empty()) {
+    // managedFields sent on create are kept as they are (what a dry run computed, a restore).
+    meta_remove(obj, "managedFields");
+    if (auto st = record_fields(*s, nullptr, obj, "", owner); !st) return fail(std::move(st).error());
+  }
   auto adm = default_and_validate(*s, obj, name, nullptr);
   if (!adm) return fail(std::move(adm).error());
   std::shared_ptr<const CrdDefinition> crd;
@@ -197,7 +218,7 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
 
 StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, const std::string& key,
                                                  DocPtr existing, Document obj, std::string_view subresource,
-                                                 bool dry_run, PendingNotifications& p) {
+                                                 bool dry_run, PendingNotifications& p, const FieldOwner& owner) {
   const Value& old = existing->root();
   std::string name = json::string_at(old, "/metadata/name");
   std::string old_rv = json::string_at(old, "/metadata/resourceVersion");
@@ -209,6 +230,7 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
     if (!s.info.has_status) return fail(errors::resource_not_found());
     next = *existing;
     set_member(next, "status", member_or_null(obj.root(), "status"));
+    if (const Value* sent = json::find(obj.root(), "/metadata/managedFields")) meta_set(next, "managedFields", *sent);
   } else if (!subresource.empty()) {
     return fail(errors::resource_not_found());
   } else {
@@ -236,6 +258,11 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
     }
   }
   meta_set_string(next, "resourceVersion", old_rv);
+  if (json::find(next.root(), "/metadata/managedFields") == nullptr) {
+    // A writer that dropped managedFields (built the object afresh) does not erase them.
+    if (const Value* kept = json::find(old, "/metadata/managedFields")) meta_set(next, "managedFields", *kept);
+  }
+  if (auto st = record_fields(s, &old, next, subresource, owner); !st) return fail(std::move(st).error());
   auto adm = default_and_validate(s, next, name, &old);
   if (!adm) return fail(std::move(adm).error());
   std::shared_ptr<const CrdDefinition> crd;

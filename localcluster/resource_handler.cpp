@@ -105,7 +105,7 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
                               true, notes)) {
       return error_reply(*bad);
     }
-    auto created = front_.create(r, route.ns, std::move(*body), dry_run(q), notes);
+    auto created = front_.create(r, route.ns, std::move(*body), dry_run(q), notes, query_value(q, "fieldManager"));
     if (!created) return error_reply(created.error());
     return render(r, req, 201, created->root());
   }
@@ -116,7 +116,8 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (route.subresource.empty() || route.subresource == "status") {
       if (auto bad = check_body(q, r, body->root(), route.name, "UpdateOptions", true, notes)) return error_reply(*bad);
     }
-    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q), notes);
+    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, dry_run(q), notes,
+                                 query_value(q, "fieldManager"));
     if (!updated) return error_reply(updated.error());
     return render(r, req, 200, updated->root());
   }
@@ -175,7 +176,7 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
                                       "required for apply patch"));
   }
   auto patched = front_.patch(route.info, route.ns, route.name, *kind, body, route.subresource,
-                              query_value(q, "fieldManager"), dry_run(q), notes);
+                              query_value(q, "fieldManager"), dry_run(q), notes, query_value(q, "force") == "true");
   if (!patched) return error_reply(patched.error());
   return render(route.info, req, 200, patched->root());
 }
