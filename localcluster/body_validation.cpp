@@ -72,14 +72,18 @@ std::vector<std::string> undeclared_fields(const json::Value& body, const json::
   return out;
 }
 
+std::string decode_error_context(const ResourceInfo& r) {
+  return r.kind + " in version " + quoted(r.version) + " cannot be handled as a " + r.kind + ": ";
+}
+
 std::optional<StatusError> enforce_field_validation(FieldValidation directive, const std::vector<std::string>& fields,
-                                                    std::vector<std::string>& warnings) {
+                                                    std::vector<std::string>& warnings, std::string_view context) {
   if (fields.empty() || directive == FieldValidation::Ignore) return std::nullopt;
   if (directive == FieldValidation::Warn) {
     for (const std::string& f : fields) warnings.push_back("unknown field " + quoted(f));
     return std::nullopt;
   }
-  std::string msg = "strict decoding error: ";
+  std::string msg = std::string(context) + "strict decoding error: ";
   for (size_t i = 0; i < fields.size(); ++i) msg += (i ? ", unknown field " : "unknown field ") + quoted(fields[i]);
   return errors::bad_request(msg);
 }

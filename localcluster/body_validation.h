@@ -30,9 +30,14 @@ std::optional<StatusError> check_type_meta(const ResourceInfo& r, const json::Va
 // openAPIV3Schema, or null for built-in kinds, whose metadata alone is checked).
 std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema);
 
-// Applies the directive to undeclared fields: Strict gives the 400 `strict decoding error:
-// unknown field "<path>", ...`; Warn adds one `unknown field "<path>"` warning per field.
+// Applies the directive to undeclared fields: Strict gives the 400 `<context>strict decoding
+// error: unknown field "<path>", ...` (context: decode_error_context() for create and update,
+// empty for patches, as kube-apiserver words them); Warn adds one `unknown field "<path>"`
+// warning per field.
 std::optional<StatusError> enforce_field_validation(FieldValidation directive, const std::vector<std::string>& fields,
-                                                    std::vector<std::string>& warnings);
+                                                    std::vector<std::string>& warnings, std::string_view context = {});
+// `<Kind> in version "<version>" cannot be handled as a <Kind>: `: how kube-apiserver prefixes
+// a body it could not decode.
+std::string decode_error_context(const ResourceInfo& r);
 
 }  // namespace unitrain::localcluster

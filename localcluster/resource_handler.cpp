@@ -48,7 +48,10 @@ std::optional<StatusError> ResourceHandler::check_body(const Query& q, const Res
     }
   }
   static const json::Value no_schema;
-  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema), notes.warnings);
+  // Create and update decode the body (kube-apiserver's decoder names the kind); patches do not.
+  std::string context = options_kind == "PatchOptions" ? std::string() : decode_error_context(r);
+  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema), notes.warnings,
+                                  context);
 }
 
 HttpReply ResourceHandler::render(const ResourceInfo& r, const HttpRequest& req, unsigned status,

@@ -47,6 +47,14 @@ TEST_CASE("undeclared fields: Strict refuses with kube-apiserver's text, Warn wa
   CHECK(strict->message ==
         "strict decoding error: unknown field \"metadata.labelz\", unknown field \"spec.runPolicy.cleanPodPolicyy\"");
   CHECK(warnings.empty());
+  lc::ResourceInfo jobs;
+  jobs.version = "v1";
+  jobs.kind = "PyTorchJob";
+  auto on_create = lc::enforce_field_validation(lc::FieldValidation::Strict, {"spec.x"}, warnings,
+                                                lc::decode_error_context(jobs));
+  REQUIRE(on_create);
+  CHECK(on_create->message ==
+        "PyTorchJob in version \"v1\" cannot be handled as a PyTorchJob: strict decoding error: unknown field \"spec.x\"");
 
   CHECK_FALSE(lc::enforce_field_validation(lc::FieldValidation::Warn, fields, warnings));
   CHECK(warnings == std::vector<std::string>{"unknown field \"metadata.labelz\"",
