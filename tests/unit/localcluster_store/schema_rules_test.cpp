@@ -6,7 +6,7 @@
 
 namespace {
 
-const char* kJobCrd = R"({
+const char* kJobCrd = R"json({
   "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
   "metadata": {"name": "trainjobs.example.com"},
   "spec": {
@@ -42,7 +42,7 @@ const char* kJobCrd = R"({
         "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
       }}}}]
   }
-})";
+})json";
 
 const lc::ResourceInfo& crds() { return builtin("apiextensions.k8s.io", "customresourcedefinitions"); }
 
