@@ -132,10 +132,14 @@ struct Collector {
         if (keyed_all) {
           for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
             path.push_back(elems[i]);
-            path.push_back(".");
-            out.push_back(path);
-            path.pop_back();
-            if (rule.kind == ListKind::Map) walk_item_fields(v[i], items, path, pattern);
+            if (rule.kind == ListKind::Map) {  // the item itself ("."), then its fields
+              path.push_back(".");
+              out.push_back(path);
+              path.pop_back();
+              walk_item_fields(v[i], items, path, pattern);
+            } else {
+              out.push_back(path);
+            }
             path.pop_back();
           }
           pattern.resize(saved);

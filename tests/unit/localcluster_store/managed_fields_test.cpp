@@ -4,7 +4,7 @@
 
 namespace {
 
-const lc::ResourceInfo& configmaps() { return builtin("", "configmaps"); }
+const lc::ResourceInfo& managed_configmaps() { return builtin("", "configmaps"); }
 
 std::string apply_body(std::string_view data) {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":)" + std::string(data) + "}";
@@ -72,7 +72,7 @@ TEST_CASE("leaf_fields and FieldsV1: map lists by merge key, sets by value, atom
 
 TEST_CASE("Update operations record their manager's changed fields and take them from others") {
   auto s = new_store();
-  auto cm = s->create(configmaps(), "default", doc(R"({"metadata":{"name":"cm"},"data":{"a":"1","b":"2"}})"), false,
+  auto cm = s->create(managed_configmaps(), "default", doc(R"({"metadata":{"name":"cm"},"data":{"a":"1","b":"2"}})"), false,
                       "creator");
   REQUIRE(cm);
   CHECK(owners(*cm) == std::vector<std::string>{"creator/Update"});
@@ -82,36 +82,36 @@ TEST_CASE("Update operations record their manager's changed fields and take them
   CHECK_FALSE(str(*cm, "/metadata/managedFields/0/time").empty());
 
   REQUIRE(json::set_string(*cm, "/data/b", "3"));
-  auto upd = s->update(configmaps(), "default", "cm", *cm, "", false, "editor");
+  auto upd = s->update(managed_configmaps(), "default", "cm", *cm, "", false, "editor");
   REQUIRE(upd);
   CHECK(owners(*upd) == std::vector<std::string>{"creator/Update", "editor/Update"});
   CHECK(fields_of(*upd, 0) == R"({"f:data":{"f:a":{}}})");
   CHECK(fields_of(*upd, 1) == R"({"f:data":{"f:b":{}}})");
 
   // A write without a manager (an in-process controller) keeps what is recorded.
-  auto plain = s->update(configmaps(), "default", "cm", *upd);
+  auto plain = s->update(managed_configmaps(), "default", "cm", *upd);
   REQUIRE(plain);
   CHECK(owners(*plain) == owners(*upd));
   // A no-op write by a manager records nothing new (no new resourceVersion either).
-  auto same = s->update(configmaps(), "default", "cm", *plain, "", false, "editor");
+  auto same = s->update(managed_configmaps(), "default", "cm", *plain, "", false, "editor");
   REQUIRE(same);
   CHECK(str(*same, "/metadata/resourceVersion") == str(*plain, "/metadata/resourceVersion"));
 }
 
 TEST_CASE("server-side apply: ownership, shared values, 409 conflicts worded as kube-apiserver, force") {
   auto s = new_store();
-  auto created = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"1","b":"2"})"),
+  auto created = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"1","b":"2"})"),
                           "", "alice");
   REQUIRE(created);
   CHECK(owners(*created) == std::vector<std::string>{"alice/Apply"});
   CHECK(fields_of(*created, 0) == R"({"f:data":{"f:a":{},"f:b":{}}})");
 
   // Applying the same value shares ownership; a different value conflicts.
-  auto shared = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"1"})"), "", "bob");
+  auto shared = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"1"})"), "", "bob");
   REQUIRE(shared);
   CHECK(owners(*shared) == std::vector<std::string>{"alice/Apply", "bob/Apply"});
 
-  auto conflict = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9","b":"9"})"),
+  auto conflict = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9","b":"9"})"),
                            "", "bob");
   REQUIRE_FALSE(conflict);
   CHECK(conflict.error().code == 409);
@@ -123,18 +123,18 @@ TEST_CASE("server-side apply: ownership, shared values, 409 conflicts worded as 
   CHECK(str(conflict.error().details, "/causes/0/field") == ".data.a");
 
   // An Update manager is named with its apiVersion and time.
-  auto cm = s->get(configmaps(), "default", "cm");
+  auto cm = s->get(managed_configmaps(), "default", "cm");
   REQUIRE(cm);
   REQUIRE(json::set_string(*cm, "/data/c", "3"));
-  auto edited = s->update(configmaps(), "default", "cm", *cm, "", false, "kubectl-edit");
+  auto edited = s->update(managed_configmaps(), "default", "cm", *cm, "", false, "kubectl-edit");
   REQUIRE(edited);
-  auto one = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"c":"4"})"), "", "alice");
+  auto one = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"c":"4"})"), "", "alice");
   REQUIRE_FALSE(one);
   CHECK(one.error().message == "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using v1 at " +
                                    str(*edited, "/metadata/managedFields/2/time") + ": .data.c");
 
   // force takes the field over.
-  auto forced = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9"})"), "", "bob",
+  auto forced = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9"})"), "", "bob",
                          false, true);
   REQUIRE(forced);
   CHECK(str(*forced, "/data/a") == "9");
@@ -142,7 +142,7 @@ TEST_CASE("server-side apply: ownership, shared values, 409 conflicts worded as 
   CHECK(fields_of(*forced, 1) == R"({"f:data":{"f:a":{}}})");
 
   // Fields an applier stops applying, owned by nobody else, are removed.
-  auto dropped = s->patch(configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9"})"), "", "alice");
+  auto dropped = s->patch(managed_configmaps(), "default", "cm", lc::PatchKind::Apply, apply_body(R"({"a":"9"})"), "", "alice");
   REQUIRE(dropped);
   CHECK(json::find(dropped->root(), "/data/b") == nullptr);
   CHECK(str(*dropped, "/data/a") == "9");  // shared with bob now: stays

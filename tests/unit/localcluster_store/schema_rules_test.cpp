@@ -44,13 +44,13 @@ const char* kJobCrd = R"json({
   }
 })json";
 
-const lc::ResourceInfo& crds() { return builtin("apiextensions.k8s.io", "customresourcedefinitions"); }
+const lc::ResourceInfo& rules_crd_resource() { return builtin("apiextensions.k8s.io", "customresourcedefinitions"); }
 
-struct Fixture {
+struct RulesFixture {
   std::unique_ptr<lc::Store> s = new_store();
   lc::ResourceInfo jobs;
-  Fixture() {
-    create_ok(*s, crds(), "", doc(kJobCrd));
+  RulesFixture() {
+    create_ok(*s, rules_crd_resource(), "", doc(kJobCrd));
     auto r = s->find_resource("example.com", "v1", "trainjobs");
     REQUIRE(r);
     jobs = *r;
@@ -68,7 +68,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("CEL rules run on create with kube-apiserver's wording, fieldPath and reason") {
-  Fixture f;
+  RulesFixture f;
   REQUIRE(f.create("ok", R"({"replicas": 2, "minReplicas": 1, "queue": "q1", "mode": "a", "tags": ["x-1"]})"));
 
   auto bad = f.create("bad", R"({"replicas": 1, "minReplicas": 3, "mode": "c", "tags": ["x-1", "y"]})");
@@ -93,7 +93,7 @@ TEST_CASE("CEL rules run on create with kube-apiserver's wording, fieldPath and 
 }
 
 TEST_CASE("transition rules compare with the stored object on update only") {
-  Fixture f;
+  RulesFixture f;
   REQUIRE(f.create("j", R"({"replicas": 3, "queue": "q1", "workers": [{"name": "w0", "image": "i1"}]})"));
   // Unchanged immutable fields and a growing replica count pass.
   REQUIRE(f.patch_spec("j", R"({"replicas": 4})"));
@@ -129,7 +129,7 @@ TEST_CASE("CRDs whose rules do not parse are refused, naming the rule's field an
   auto s = new_store();
   std::string crd = kJobCrd;
   crd.replace(crd.find("\"self == oldSelf\",") + 1, 15, "self ==");  // queue's rule
-  auto r = s->create(crds(), "", doc(crd));
+  auto r = s->create(rules_crd_resource(), "", doc(crd));
   REQUIRE_FALSE(r);
   CHECK(r.error().code == 422);
   INFO(r.error().message);
