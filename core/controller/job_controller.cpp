@@ -10,6 +10,7 @@
 #include "core/controller/pod_builder.h"
 #include "core/controller/reconcile_pass.h"
 #include "core/controller/write_pool.h"
+#include "core/framework/ownership.h"
 
 namespace unitrain::controller {
 
@@ -29,7 +30,9 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
   job_options.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
   jobs_ = std::make_unique<kube::Informer>(client_, clock_, std::move(job_options));
   children_ = std::make_unique<ChildCaches>(client_, clock_, descriptor(), options_.namespaces, options_.gang.get());
-  if (options_.max_parallel_writes > 1) write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
+  // A framework that writes its pods in index order gets no pool: one write at a time.
+  if (options_.max_parallel_writes > 1 && !descriptor().ordered_pod_writes)
+    write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
 
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
@@ -120,9 +123,9 @@ std::string reconcile_id() {
 }  // namespace
 
 bool manages_job(const framework::FrameworkDescriptor& descriptor, bool owns_unset_managed_by, const json::Value& job) {
-  if (auto managed = json::get_string(job, "/spec/runPolicy/managedBy")) {
-    return std::find(descriptor.managed_by.begin(), descriptor.managed_by.end(), *managed) != descriptor.managed_by.end();
-  }
+  // managedBy, else the module that took the job before (its pin).
+  if (auto owner = framework::declared_owner(job))
+    return std::find(descriptor.managed_by.begin(), descriptor.managed_by.end(), *owner) != descriptor.managed_by.end();
   return owns_unset_managed_by;
 }
 
@@ -170,6 +173,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .children = *children_,
         .gang = options_.gang.get(),
         .owns_unset_managed_by = options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
+        .pin_owner = options_.pin_owner,
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
     };

@@ -51,6 +51,10 @@ struct JobControllerOptions {
   // Overrides descriptor.owns_unset_managed_by: where two modules serve one kind, only the one
   // the operator names (framework::Registry::owns_unset_managed_by) takes jobs without managedBy.
   std::optional<bool> owns_unset_managed_by;
+  // Another module can serve this kind: a job without managedBy that this module takes gets
+  // the owner annotation (framework/ownership.h) at its first pass, and a job whose annotation
+  // names another module is left alone, whatever owns_unset_managed_by says.
+  bool pin_owner = false;
 };
 
 // Whether a controller of `descriptor` takes `job`: its spec.runPolicy.managedBy names the

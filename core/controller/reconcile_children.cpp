@@ -37,6 +37,24 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     request.owner_reference = std::move(owner);
   }
   const auto& scheduling = run_policy().scheduling_policy;
+  const auto capabilities = deps_.plugin.capabilities();
+  if (capabilities.gang) {
+    // The framework's own rules (mpi-operator's queue, priority class and minResources).
+    auto policy = capabilities.gang->pod_group(
+        job_.root(), [this](std::string_view class_name) { return deps_.children.priority_class_value(class_name); });
+    if (!policy) return fail(internal_error(policy.error().message));
+    request.min_member = policy->min_member;
+    request.queue = policy->queue;
+    request.default_queue = false;
+    request.priority_class = policy->priority_class;
+    request.schedule_timeout_seconds = policy->schedule_timeout_seconds;
+    if (policy->min_resources) {
+      auto list = gang::resource_list_from_json(policy->min_resources->root(), "minResources");
+      if (!list) return fail(internal_error(list.error().message));
+      request.min_resources = std::move(*list);
+    }
+    return apply_pod_group(std::move(request));
+  }
   std::vector<gang::ReplicaResources> replicas;
   int32_t total = 0;
   for (const auto& type : descriptor_.replica_types) {
@@ -48,10 +66,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
         deps_.children.priority_class_value(json::get_string(*spec, "/template/spec/priorityClassName").value_or(""));
     replicas.push_back({type, n, priority, json::find(*spec, "/template/spec")});
   }
-  const auto capabilities = deps_.plugin.capabilities();
-  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available
-                       : capabilities.gang                      ? capabilities.gang->min_member(job_.root())
-                                                                : total;
+  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available : total;
   if (scheduling) {
     request.queue = scheduling->queue;
     request.priority_class = scheduling->priority_class;
@@ -70,7 +85,11 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     if (!computed) return fail(internal_error(computed.error().message));
     request.min_resources = std::move(*computed);
   }
+  return apply_pod_group(std::move(request));
+}
 
+kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gang::PodGroupRequest request) {
+  const gang::Backend* backend = deps_.gang;
   kube::ObjectPtr existing = deps_.children.pod_group(ns_, name_);
   if (existing && !api::is_controlled_by(existing->root(), uid_))
     return fail(foreign_object("PodGroup", backend->resource(), name_));
@@ -112,14 +131,20 @@ std::optional<ApiError> ReconcilePass::delete_pod_group() {
 
 // --- desired objects ------------------------------------------------------------------------------
 
-std::optional<ApiError> ReconcilePass::apply_desired_objects() {
+std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase) {
   // Everything the framework wants besides slot pods: get-or-create, update when the compared
-  // fields drift, prune what is no longer wanted.
-  auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
-  if (!desired) return internal_error(desired.error().message);
-  for (const auto& want : *desired)
+  // fields drift. Asked for once per pass: what a framework wants after its pods is decided on
+  // what it observed at the start, as the rest is.
+  if (!desired_) {
+    auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
+    if (!desired) return internal_error(desired.error().message);
+    desired_ = std::move(*desired);
+  }
+  for (const auto& want : *desired_) {
+    if (want.after_pods != (phase == DesiredPhase::AfterPods)) continue;
     if (auto e = create_or_update(want)) return e;
-  return prune_undesired(*desired);
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
@@ -181,6 +206,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   // PUT would rewrite it unchanged.
   if (!differs(live->root())) return std::nullopt;
   json::Document updated = std::move(*live);
+  if (auto e = clear_status_first(want, updated)) return e;
   for (const auto& pointer : want.compared) {
     if (const json::Value* need = json::find(want.object.root(), pointer)) {
       if (auto s = json::set(updated, pointer, json::clone(*need, updated.alloc())); !s) return internal_error(s.error().message);
@@ -194,9 +220,26 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   return std::nullopt;
 }
 
-std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framework::DesiredObject>& desired) {
+std::optional<ApiError> ReconcilePass::clear_status_first(const framework::DesiredObject& want, json::Document& live) {
+  json::Document cleared = json::Document::copy_of(live.root());
+  bool changed = false;
+  for (const auto& pointer : want.status_cleared_first) {
+    if (json::find(cleared.root(), pointer) == nullptr) continue;
+    json::remove(cleared, pointer);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  auto r = deps_.client.update_status(want.resource, ns_, cleared.root());
+  if (!r) return r.error();
+  live = std::move(*r);  // the update goes on from the resourceVersion this write returned
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::prune_undesired() {
+  // What the framework no longer wants goes (after apply_desired_objects asked for it).
+  if (!desired_) return std::nullopt;
   std::map<std::string, std::set<std::string>> wanted;  // resource.group -> names
-  for (const auto& want : desired) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
+  for (const auto& want : *desired_) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.

@@ -10,6 +10,7 @@
 // the way Kueue's jobframework discovers optional interfaces of a GenericJob.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,12 @@ struct DesiredObject {
   // An existing object of this name that the job does not control is used as it is instead of
   // being an ErrResourceExists conflict (a ServiceAccount the pod template names).
   bool use_existing = false;
+  // Created or updated once the slot pods exist, not before them (mpi-operator's launcher Job
+  // comes after its workers, and is unsuspended only once they are back).
+  bool after_pods = false;
+  // Fields (JSON Pointers under /status) removed through the status subresource before an update
+  // of the object: a batch/v1 Job's pod template may change only while status.startTime is unset.
+  std::vector<std::string> status_cleared_first{};
 };
 
 // The children of one job, as the informer caches see them (projections; see core/kube).
@@ -107,7 +114,9 @@ struct StatusProposal {
   };
   std::map<std::string, ReplicaCounts> replica_statuses;  // by replica type
   std::vector<Condition> conditions;                       // applied in order
-  std::vector<Event> events;                               // recorded in order
+  // Recorded, in order, once the status this proposal changed is written (a pass that writes
+  // nothing records none): the events of the transitions the hook saw.
+  std::vector<Event> events;
   bool set_completion_time = false;
   std::optional<std::string> completion_time;              // RFC 3339; else "now" when set
 };
@@ -121,11 +130,25 @@ class LauncherOrdering {
   virtual bool launcher_may_start(const json::Value& job, const Observed& observed) const = 0;
 };
 
+// The PodGroup a framework asks for, where its reference operator's rules differ from
+// training-operator's (which the core applies without this capability).
+struct PodGroupPolicy {
+  int32_t min_member = 0;
+  std::string queue;           // Volcano; "" leaves the field out
+  std::string priority_class;  // Volcano; "" leaves the field out
+  // A ResourceList ({"cpu":"2","memory":"1Gi"}); unset leaves the field out.
+  std::optional<json::Document> min_resources;
+  std::optional<int32_t> schedule_timeout_seconds;  // scheduler-plugins
+};
+
 // How the framework contributes to its PodGroup (minMember and minResources rules differ).
 class GangContribution {
  public:
   virtual ~GangContribution() = default;
-  virtual int32_t min_member(const json::Value& job) const = 0;
+  // `priority_of` gives the value of a PriorityClass by name (0 when unknown). Errors name the
+  // field (a quantity that does not parse).
+  virtual Result<PodGroupPolicy> pod_group(const json::Value& job,
+                                           const std::function<int32_t(std::string_view)>& priority_of) const = 0;
 };
 
 class DeprecationNotice {

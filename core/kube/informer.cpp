@@ -117,7 +117,7 @@ json::Document project_pod(const json::Value& full) {
   const auto* status = json::find(full, "/status");
   if (!status || !status->IsObject()) return compact(d);
   json::Value st(rapidjson::kObjectType);
-  copy_members(*status, st, {"phase", "reason", "podIP"}, a);
+  copy_members(*status, st, {"phase", "reason", "message", "podIP"}, a);
   const auto* cs = json::find(*status, "/containerStatuses");
   const bool containers_started = cs && cs->IsArray() && !cs->Empty();
   if (const auto* conds = json::find(*status, "/conditions"); conds && conds->IsArray()) {

@@ -134,3 +134,19 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
   // The same object (its address is in the text) with the same configuration.
   CHECK(controller_saw == webhook_saw);
 }
+
+TEST_CASE("the cluster domain flag reaches the modules and wins over $CUSTOM_CLUSTER_DOMAIN") {
+  fw::Registry registry;
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin, config_descriptor>(
+      {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
+  const char* from_env[] = {"training-operator"};
+  auto env_only = op::parse_flags(1, from_env, registry);
+  REQUIRE(env_only);
+  CHECK(op::plugin_config(*env_only, *registry.find("test.unitrain.io/configjob")).cluster_domain == "cluster.example");
+  const char* argv[] = {"training-operator", "--cluster-domain", "corp.example.org"};
+  auto flags = op::parse_flags(3, argv, registry);
+  REQUIRE(flags);
+  CHECK(op::plugin_config(*flags, *registry.find("test.unitrain.io/configjob")).cluster_domain == "corp.example.org");
+  REQUIRE(unsetenv("CUSTOM_CLUSTER_DOMAIN") == 0);
+}

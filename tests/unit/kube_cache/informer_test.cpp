@@ -379,6 +379,12 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
   CHECK(json::get_bool(p.root(), "/metadata/ownerReferences/0/controller") == true);
   CHECK(json::get_string(p.root(), "/metadata/deletionTimestamp") == "2024-01-02T03:05:00Z");
   CHECK(json::get_string(p.root(), "/status/phase") == "Failed");
+  CHECK(!json::find(p.root(), "/status/message"));
+  (void)json::set_string(full, "/status/reason", "Error");
+  (void)json::set_string(full, "/status/message", "mpirun exited with status 3");
+  // A failed launcher's message ends mpi-operator's Failed condition.
+  CHECK(json::get_string(project_pod(full.root()).root(), "/status/message") == "mpirun exited with status 3");
+  CHECK(json::get_string(project_pod(full.root()).root(), "/status/reason") == "Error");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/state/terminated/exitCode") == 137);
   CHECK(json::get_string(p.root(), "/status/containerStatuses/0/state/terminated/reason") == "OOMKilled");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/restartCount") == 3);
