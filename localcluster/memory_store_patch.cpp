@@ -15,7 +15,7 @@ using json::Value;
 
 StoreResult<Document> MemoryStore::patch_locked(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                                 PatchKind kind, std::string_view body, std::string_view subresource,
-                                                bool dry_run, PendingNotifications& p) {
+                                                bool dry_run, PendingNotifications& p, const FieldOwner& owner) {
   const Served* s = lookup(r);
   if (s == nullptr) return fail(errors::resource_not_found());
   auto decoded = decode_patch(kind, body, s->crd != nullptr);
@@ -28,7 +28,9 @@ StoreResult<Document> MemoryStore::patch_locked(const ResourceInfo& r, std::stri
       std::string body_name = json::string_at(patch.root(), "/metadata/name");
       if (!body_name.empty() && body_name != name) return fail(errors::name_mismatch(body_name, name));
       meta_set_string(patch, "name", name);
-      return create_locked(s->info, ns, std::move(patch), dry_run, p);
+      Document config = patch;
+      return create_locked(s->info, ns, std::move(patch), dry_run, p,
+                           FieldOwner{owner.manager, &config.root(), owner.force});
     }
     return fail(errors::not_found(s->info, name));
   }
@@ -52,7 +54,9 @@ StoreResult<Document> MemoryStore::patch_locked(const ResourceInfo& r, std::stri
   if (s->info.namespaced && json::string_at(target.root(), "/metadata/namespace") != ns) {
     return fail(errors::namespace_mismatch());
   }
-  return update_locked(*s, t, it->first, it->second.doc, std::move(target), subresource, dry_run, p);
+  FieldOwner write_owner = owner;
+  if (kind == PatchKind::Apply) write_owner.apply_config = &patch.root();
+  return update_locked(*s, t, it->first, it->second.doc, std::move(target), subresource, dry_run, p, write_owner);
 }
 
 // ---- the scale subresource (custom resources that declare one, apps/v1 workloads) ----

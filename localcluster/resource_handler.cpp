@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "localcluster/body_validation.h"
 #include "localcluster/crd.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/request_options.h"
@@ -45,6 +46,31 @@ std::optional<std::vector<PrinterColumn>> ResourceHandler::crd_columns(const Res
   auto crd = find_crd_object(store_, r);
   if (!crd) return std::nullopt;
   return crd_printer_columns(crd->root(), r.version);
+}
+
+std::optional<StatusError> ResourceHandler::check_body(const Query& q, const ResourceInfo& r, const json::Value& body,
+                                                       std::string_view name, std::string_view options_kind,
+                                                       bool type_meta, CallNotes& notes) const {
+  auto directive = field_validation(q, options_kind);
+  if (!directive) return std::move(directive).error();
+  auto crd = find_crd_object(store_, r);
+  if (type_meta) {
+    if (auto bad = check_type_meta(r, body, name, crd.has_value())) return bad;
+  }
+  if (*directive == FieldValidation::Ignore) return std::nullopt;
+  const json::Value* schema = nullptr;
+  if (crd) {
+    if (const json::Value* versions = json::find(crd->root(), "/spec/versions"); versions != nullptr && versions->IsArray()) {
+      for (const auto& v : versions->GetArray()) {
+        if (json::string_at(v, "/name") == r.version) schema = json::find(v, "/schema/openAPIV3Schema");
+      }
+    }
+  }
+  static const json::Value no_schema;
+  // Create and update decode the body (kube-apiserver's decoder names the kind); patches do not.
+  std::string context = options_kind == "PatchOptions" ? std::string() : decode_error_context(r);
+  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema), notes.warnings,
+                                  context);
 }
 
 HttpReply ResourceHandler::render(const ResourceInfo& r, const HttpRequest& req, unsigned status,
@@ -111,7 +137,11 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
     if (r.group == "authorization.k8s.io") return render(r, req, 201, answer_access_review(r, std::move(*body)).root());
-    auto created = front_.create(r, route.ns, std::move(*body), *dry, notes);
+    if (auto bad = check_body(q, r, body->root(), json::string_at(body->root(), "/metadata/name"), "CreateOptions",
+                              true, notes)) {
+      return error_reply(*bad);
+    }
+    auto created = front_.create(r, route.ns, std::move(*body), *dry, notes, query_value(q, "fieldManager"));
     if (!created) return error_reply(created.error());
     return render(r, req, 201, created->root());
   }
@@ -121,7 +151,11 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (!dry) return error_reply(dry.error());
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
-    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, *dry, notes);
+    if (route.subresource.empty() || route.subresource == "status") {
+      if (auto bad = check_body(q, r, body->root(), route.name, "UpdateOptions", true, notes)) return error_reply(*bad);
+    }
+    auto updated = front_.update(r, route.ns, route.name, std::move(*body), route.subresource, *dry, notes,
+                                 query_value(q, "fieldManager"));
     if (!updated) return error_reply(updated.error());
     return render(r, req, 200, updated->root());
   }
@@ -167,13 +201,24 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
     if (!doc) return error_reply(doc.error());
     body = doc->dump();
   }
+  if ((*kind == PatchKind::Apply || *kind == PatchKind::Merge || *kind == PatchKind::Strategic) &&
+      (route.subresource.empty() || route.subresource == "status")) {
+    // Merge-style patches mirror the object, so their undeclared fields are the result's.
+    auto doc = json::Document::parse(body);
+    if (doc) {
+      if (auto bad = check_body(q, route.info, doc->root(), route.name, "PatchOptions", *kind == PatchKind::Apply,
+                                notes)) {
+        return error_reply(*bad);
+      }
+    }
+  }
   if (apply && query_value(q, "fieldManager").empty()) {
     return error_reply(errors::status(422, "Invalid",
                                       "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
                                       "required for apply patch"));
   }
   auto patched = front_.patch(route.info, route.ns, route.name, *kind, body, route.subresource,
-                              query_value(q, "fieldManager"), *dry, notes);
+                              query_value(q, "fieldManager"), *dry, notes, query_value(q, "force") == "true");
   if (!patched) return error_reply(patched.error());
   return render(route.info, req, 200, patched->root());
 }

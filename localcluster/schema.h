@@ -29,6 +29,9 @@ std::string value_repr(const json::Value& v);
 // Removes fields the schema does not declare, except under x-kubernetes-preserve-unknown-fields.
 // At the root (and at x-kubernetes-embedded-resource nodes) apiVersion, kind and metadata stay.
 void prune(json::Value& object, const json::Value& schema, json::Allocator& alloc, bool root = true);
+// The fields prune() would remove from `object` (a whole custom resource), as paths
+// ("spec.runPolicy.cleanPodPolicyy", "spec.items[0].x"), in document order.
+std::vector<std::string> unknown_fields(const json::Value& object, const json::Value& schema);
 // Applies `default` values of properties that are missing (recursively, after pruning).
 void apply_defaults(json::Value& object, const json::Value& schema, json::Allocator& alloc);
 // Validates `object` (a whole custom resource) against `schema`. metadata is not walked here.
