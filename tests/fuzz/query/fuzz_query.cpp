@@ -4,6 +4,7 @@
 // does. Invariants: nothing crashes; a refused list or watch is a client error (4xx) with a
 // message, never a 500; a list is a PodList whose pages, followed through their continue tokens,
 // return each pod at most once and in key order.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -110,7 +111,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     (*watch)->stop();
   }
-  (void)lc::watch_timeout(q);
+  // The server adds the timeout to now() for the watch's deadline.
+  if (auto timeout = lc::watch_timeout(q)) (void)(std::chrono::steady_clock::now() + *timeout);
   (void)lc::include_object(q);
   auto del = lc::delete_request(q, body);
   if (!del) client_error(del.error());
