@@ -1,9 +1,9 @@
 // Query strings as clients send them (`labelSelector=..&limit=..&continue=..&resourceVersion=..`),
 // then, after the first newline, a DeleteOptions body. They are decoded into list, watch and
 // delete options and run against a small store of labelled pods, as the local cluster's API server
-// does. Invariants: nothing crashes; a refused list or watch is a client error (4xx) with a
-// message, never a 500; a list is a PodList whose pages, followed through their continue tokens,
-// return each pod at most once and in key order.
+// does. Invariants: nothing crashes; a refused list or watch is a client error (4xx, or 504 for
+// a resourceVersion from the future) with a message, never a 500; a list is a PodList whose
+// pages, followed through their continue tokens, return each pod at most once and in key order.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -52,8 +52,10 @@ const Cluster& cluster() {
   return c;
 }
 
+// A refusal of what the client asked: 4xx, or 504 for a resourceVersion from the future (as
+// kube-apiserver answers it), never a 500.
 void client_error(const lc::StatusError& e) {
-  require(e.code >= 400 && e.code < 500);
+  require((e.code >= 400 && e.code < 500) || e.code == 504);
   require(!e.message.empty());
 }
 
