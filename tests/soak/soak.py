@@ -99,14 +99,14 @@ class Api:
                     status = json.loads(payload)
                 except ValueError:
                     status = {}
-                if e.code in ok:
-                    return e.code, status
                 # Injected 500/429/409 and the restart window: the caller's write never happened.
                 if e.code in (500, 429, 503) or (e.code == 409 and status.get("reason") == "Conflict"):
                     last = f"{e.code} {status.get('message', '')}"
                     time.sleep(0.2)
                     continue
-                return e.code, status
+                if e.code in ok:
+                    return e.code, status
+                raise RuntimeError(f"{method} {path}: {e.code} {status.get('message', payload[:200])}")
             except (urllib.error.URLError, ConnectionError, http.client.HTTPException, TimeoutError) as e:
                 last = str(e)
                 time.sleep(0.3)
