@@ -36,7 +36,8 @@ using unitrain::fuzz::require;
 constexpr std::string_view kSeedObjects[][3] = {
     {"/api/v1/namespaces", "", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}})"},
     {"/api/v1/namespaces/{ns}/pods", "team",
-     R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}})"},
+     R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"}},)"
+     R"("spec":{"nodeName":"node-0","containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running"}})"},
     {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "",
      R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},)"
      R"("spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget"},)"
