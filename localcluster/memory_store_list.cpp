@@ -1,5 +1,7 @@
 // Lists in the memory store: label and field selectors, paging with limit and continue tokens,
 // and the resourceVersion semantics of a list (NotOlderThan, Exact, too large).
+#include <algorithm>
+
 #include "localcluster/continue_token.h"
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
@@ -80,7 +82,8 @@ StoreResult<std::string> MemoryStore::list_locked(const ResourceInfo& r, std::st
   // Select first, then build the output in one exactly-sized buffer: a 10k-pod list is ~9 MB
   // and growing strings by doubling costs more than the copying itself.
   std::vector<TextPtr> selected;
-  if (req.limit > 0) selected.reserve(static_cast<size_t>(req.limit));
+  // Never more than the table holds: a client's limit may be any int64.
+  if (req.limit > 0) selected.reserve(static_cast<size_t>(std::min<int64_t>(req.limit, static_cast<int64_t>(t.objects.size()))));
   std::string last_key;
   Iter it = begin;
   bool more = false;

@@ -34,7 +34,7 @@ WatchRequest watch_request(const Query& q, std::string_view name) {
 std::optional<std::chrono::seconds> watch_timeout(const Query& q) {
   auto t = query_value(q, "timeoutSeconds");
   if (t.empty()) return std::nullopt;
-  return std::chrono::seconds(std::max(0LL, std::strtoll(t.c_str(), nullptr, 10)));
+  return std::chrono::seconds(std::clamp<long long>(std::strtoll(t.c_str(), nullptr, 10), 0, kMaxWatchTimeout.count()));
 }
 
 bool dry_run(const Query& q) { return query_value(q, "dryRun") == "All"; }
