@@ -10,7 +10,9 @@ v2beta1) in a seeded mix of scenarios, and meanwhile:
   - restarts the API server (SIGHUP: every connection and watch ends, the store is kept);
   - kills the leading operator with SIGKILL and starts a new one;
   - stops the leading operator with SIGTERM (a hand-over: it releases the lease);
-  - resumes suspended jobs and deletes running ones.
+  - resumes suspended jobs and deletes running ones;
+  - replaces an operator that exits on its own (it loses its lease when the API server is too
+    slow to renew it), as a Deployment would.
 Then it waits (bounded) for every job to settle and prints one line per count:
   jobs in expected state, duplicate pods, unexpected re-creations, orphans, lost statuses,
   crashes — and exits 1 when any of them is wrong, 77 when a tool it needs is missing. Operator
@@ -208,7 +210,8 @@ class Operators:
     def __init__(self, binary, kubeconfig, work):
         self.binary, self.kubeconfig, self.work = binary, kubeconfig, work
         self.procs = {}  # name -> Popen
-        self.stopped = set()
+        self.stopped = set()  # stopped by the soak, or replaced after exiting on their own
+        self.exited_alone = []
         self.count = 0
 
     def start(self):
@@ -267,16 +270,25 @@ class Operators:
                 if marker in text:
                     crashes.append(f"{n}: '{marker}' in its log")
             rc = p.poll()
-            if rc is None or (n in self.stopped and rc in (0, -signal.SIGKILL)):
+            if rc is None or (n in self.stopped and n not in self.exited_alone and rc in (0, -signal.SIGKILL)):
                 continue
             if rc == 1 and "did not stop within the graceful stop" in text:
                 what = re.findall(r"(\S+ workers did not stop within the graceful stop[^;]*)", text)[-1]
-                unclean.append(f"{n}: {what} " + ("after SIGTERM" if n in self.stopped else "after losing the lease"))
+                unclean.append(f"{n}: {what} " + ("after losing the lease" if n in self.exited_alone else "after SIGTERM"))
             elif rc == 1 and "leader election lost" in text:
                 unclean.append(f"{n}: exited 1 after losing the lease")
             else:
                 crashes.append(f"{n} exited {rc}")
         return crashes, unclean
+
+    def supervise(self):
+        """Replaces operators that exited on their own, as a Deployment's kubelet restarts them."""
+        for n, p in list(self.procs.items()):
+            if n not in self.stopped and p.poll() is not None:
+                self.stopped.add(n)
+                self.exited_alone.append(n)
+                log(f"{n} exited {p.returncode} on its own; a replacement starts")
+                self.start()
 
     def kill_all(self):
         for p in self.procs.values():
@@ -519,6 +531,7 @@ def main():
                              content_type="application/merge-patch+json")
                 else:
                     api.call("DELETE", path, {"propagationPolicy": "Background"}, ok=(200, 202, 404))
+            ops.supervise()
             time.sleep(0.05)
         log(f"all {len(jobs)} jobs submitted; chaos done; waiting up to {args.duration} s for them to settle")
 
@@ -548,6 +561,7 @@ def main():
                     settled += 1
             if settled == len(jobs) or time.monotonic() > deadline:
                 break
+            ops.supervise()
             time.sleep(1)
         api.call("PUT", "/unitrain/faults", {"seed": args.seed, "rules": []})
         # Pods of deleted jobs, and of finished jobs with a cleanPodPolicy, go away through the
