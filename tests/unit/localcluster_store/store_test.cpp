@@ -428,9 +428,9 @@ TEST_CASE("list paging with limit and continue, and resourceVersion semantics") 
   CHECK(str(doc(*third), "/metadata/continue").empty());
 
   // Any int64 limit: the list once reserved room for `limit` objects up front.
-  ListRequest all;
-  all.limit = std::numeric_limits<int64_t>::max();
-  auto everything = s->list(pods(), "default", all);
+  ListRequest unbounded;
+  unbounded.limit = std::numeric_limits<int64_t>::max();
+  auto everything = s->list(pods(), "default", unbounded);
   REQUIRE(everything);
   CHECK(item_names(*everything).size() == 6);
 
