@@ -17,11 +17,12 @@ Result<ContinueToken> decode_continue_token(std::string_view token) {
   if (!text) return fail(std::move(text).error());
   auto doc = json::Document::parse(*text);
   if (!doc) return fail("continue token: " + doc.error().message);
-  auto rv = json::get_int(doc->root(), "/rv");
-  if (!rv || *rv < 0) return fail("continue token: rv is not a resourceVersion");
+  // Any uint64 the encoder writes (a resourceVersion is unsigned), not only the int64 range.
+  const json::Value* rv = json::find(doc->root(), "/rv");
+  if (rv == nullptr || !rv->IsUint64()) return fail("continue token: rv is not a resourceVersion");
   auto start = json::get_string(doc->root(), "/start");
   if (!start) return fail("continue token: start is not a string");
-  return ContinueToken{static_cast<uint64_t>(*rv), std::string(*start)};
+  return ContinueToken{rv->GetUint64(), std::string(*start)};
 }
 
 }  // namespace unitrain::localcluster
