@@ -273,7 +273,8 @@ class Operators:
             if rc is None or (n in self.stopped and n not in self.exited_alone and rc in (0, -signal.SIGKILL)):
                 continue
             if rc == 1 and "did not stop within the graceful stop" in text:
-                what = re.findall(r"(\S+ workers did not stop within the graceful stop[^;]*)", text)[-1]
+                what = (re.findall(r"training-operator (.+? did not stop within the graceful stop \(\d+ ms\))", text)
+                        or ["the graceful stop ran out"])[-1]
                 unclean.append(f"{n}: {what} " + ("after losing the lease" if n in self.exited_alone else "after SIGTERM"))
             elif rc == 1 and "leader election lost" in text:
                 unclean.append(f"{n}: exited 1 after losing the lease")
