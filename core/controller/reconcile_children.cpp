@@ -37,6 +37,24 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     request.owner_reference = std::move(owner);
   }
   const auto& scheduling = run_policy().scheduling_policy;
+  const auto capabilities = deps_.plugin.capabilities();
+  if (capabilities.gang) {
+    // The framework's own rules (mpi-operator's queue, priority class and minResources).
+    auto policy = capabilities.gang->pod_group(
+        job_.root(), [this](std::string_view class_name) { return deps_.children.priority_class_value(class_name); });
+    if (!policy) return fail(internal_error(policy.error().message));
+    request.min_member = policy->min_member;
+    request.queue = policy->queue;
+    request.default_queue = false;
+    request.priority_class = policy->priority_class;
+    request.schedule_timeout_seconds = policy->schedule_timeout_seconds;
+    if (policy->min_resources) {
+      auto list = gang::resource_list_from_json(policy->min_resources->root(), "minResources");
+      if (!list) return fail(internal_error(list.error().message));
+      request.min_resources = std::move(*list);
+    }
+    return apply_pod_group(std::move(request));
+  }
   std::vector<gang::ReplicaResources> replicas;
   int32_t total = 0;
   for (const auto& type : descriptor_.replica_types) {
@@ -48,10 +66,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
         deps_.children.priority_class_value(json::get_string(*spec, "/template/spec/priorityClassName").value_or(""));
     replicas.push_back({type, n, priority, json::find(*spec, "/template/spec")});
   }
-  const auto capabilities = deps_.plugin.capabilities();
-  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available
-                       : capabilities.gang                      ? capabilities.gang->min_member(job_.root())
-                                                                : total;
+  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available : total;
   if (scheduling) {
     request.queue = scheduling->queue;
     request.priority_class = scheduling->priority_class;
@@ -70,14 +85,25 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     if (!computed) return fail(internal_error(computed.error().message));
     request.min_resources = std::move(*computed);
   }
+  return apply_pod_group(std::move(request));
+}
 
+kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gang::PodGroupRequest request) {
+  const gang::Backend* backend = deps_.gang;
   kube::ObjectPtr existing = deps_.children.pod_group(ns_, name_);
   if (existing && !api::is_controlled_by(existing->root(), uid_))
     return fail(foreign_object("PodGroup", backend->resource(), name_));
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
     auto r = deps_.client.create(backend->resource(), ns_, desired.root());
-    if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) return fail(r.error());
+    if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
+      writes_.child_event(framework::ChildEvent::CreateFailed, {"PodGroup", name_, {}, r.error().message});
+      return fail(r.error());
+    }
+    if (r) {
+      log_.note("created podgroups", name_);
+      writes_.child_event(framework::ChildEvent::Created, {"PodGroup", name_});
+    }
   } else if (backend->spec_differs(existing->root(), desired.root())) {
     json::Document updated = *existing;
     auto& a = updated.alloc();
@@ -85,6 +111,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
     auto r = deps_.client.update(backend->resource(), ns_, updated.root());
     if (!r) return fail(r.error());
+    log_.note("updated podgroups", name_);
   }
   const bool admitted =
       !descriptor_.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
@@ -93,24 +120,31 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
 
 std::optional<ApiError> ReconcilePass::delete_pod_group() {
   if (!deps_.gang || !deps_.children.pod_group(ns_, name_)) return std::nullopt;
+  writes_.child_event(framework::ChildEvent::PodGroupDeleting, {"PodGroup", name_});
   if (auto e = writes_.delete_object(deps_.gang->resource(), name_, "")) {
-    writes_.event("Warning", "FailedDeletePodGroup", fmt::format("Error deleting: {}", e->message));
+    writes_.child_event(framework::ChildEvent::DeleteFailed, {"PodGroup", name_, {}, e->message});
     return e;
   }
-  writes_.event("Normal", "SuccessfulDeletePodGroup", fmt::format("Deleted PodGroup: {}", name_));
+  writes_.child_event(framework::ChildEvent::Deleted, {"PodGroup", name_});
   return std::nullopt;
 }
 
 // --- desired objects ------------------------------------------------------------------------------
 
-std::optional<ApiError> ReconcilePass::apply_desired_objects() {
+std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase) {
   // Everything the framework wants besides slot pods: get-or-create, update when the compared
-  // fields drift, prune what is no longer wanted.
-  auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
-  if (!desired) return internal_error(desired.error().message);
-  for (const auto& want : *desired)
+  // fields drift. Asked for once per pass: what a framework wants after its pods is decided on
+  // what it observed at the start, as the rest is.
+  if (!desired_) {
+    auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
+    if (!desired) return internal_error(desired.error().message);
+    desired_ = std::move(*desired);
+  }
+  for (const auto& want : *desired_) {
+    if (want.after_pods != (phase == DesiredPhase::AfterPods)) continue;
     if (auto e = create_or_update(want)) return e;
-  return prune_undesired(*desired);
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
@@ -141,12 +175,14 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
       return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
     }
+    const std::string kind(api::kind_of(want.object.root()));
     if (!r) {
-      if (want.resource == kServices)
-        writes_.event("Warning", "FailedCreateService", fmt::format("Error creating: {}", r.error().message));
+      log_.notef("failed to create " + want.resource.resource, "{}: {}", obj_name, r.error().message);
+      writes_.child_event(framework::ChildEvent::CreateFailed, {kind, obj_name, {}, r.error().message});
       return r.error();
     }
-    if (want.resource == kServices) writes_.event("Normal", "SuccessfulCreateService", fmt::format("Created service: {}", obj_name));
+    log_.note("created " + want.resource.resource, obj_name);
+    writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
     return std::nullopt;
   }
   if (!api::is_controlled_by(existing->root(), uid_)) {
@@ -170,6 +206,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   // PUT would rewrite it unchanged.
   if (!differs(live->root())) return std::nullopt;
   json::Document updated = std::move(*live);
+  if (auto e = clear_status_first(want, updated)) return e;
   for (const auto& pointer : want.compared) {
     if (const json::Value* need = json::find(want.object.root(), pointer)) {
       if (auto s = json::set(updated, pointer, json::clone(*need, updated.alloc())); !s) return internal_error(s.error().message);
@@ -179,12 +216,30 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   }
   auto r = deps_.client.update(want.resource, ns_, updated.root());
   if (!r) return r.error();
+  log_.note("updated " + want.resource.resource, obj_name);
   return std::nullopt;
 }
 
-std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framework::DesiredObject>& desired) {
+std::optional<ApiError> ReconcilePass::clear_status_first(const framework::DesiredObject& want, json::Document& live) {
+  json::Document cleared = json::Document::copy_of(live.root());
+  bool changed = false;
+  for (const auto& pointer : want.status_cleared_first) {
+    if (json::find(cleared.root(), pointer) == nullptr) continue;
+    json::remove(cleared, pointer);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  auto r = deps_.client.update_status(want.resource, ns_, cleared.root());
+  if (!r) return r.error();
+  live = std::move(*r);  // the update goes on from the resourceVersion this write returned
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::prune_undesired() {
+  // What the framework no longer wants goes (after apply_desired_objects asked for it).
+  if (!desired_) return std::nullopt;
   std::map<std::string, std::set<std::string>> wanted;  // resource.group -> names
-  for (const auto& want : desired) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
+  for (const auto& want : *desired_) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.
@@ -201,8 +256,12 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
       if (wanted[group_resource].count(obj_name) || terminating(*obj)) continue;
       if (resource == kServices && writes_.service_deleted(obj_name)) continue;
       const std::string expectation = resource == kServices ? writes_.services_key(*obj) : "";
-      if (auto e = writes_.delete_object(resource, obj_name, expectation)) return e;
-      if (resource == kServices) writes_.event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", obj_name));
+      const std::string kind = resource == kServices ? "Service" : std::string(api::kind_of(*obj));
+      if (auto e = writes_.delete_object(resource, obj_name, expectation)) {
+        writes_.child_event(framework::ChildEvent::DeleteFailed, {kind, obj_name, {}, e->message});
+        return e;
+      }
+      writes_.child_event(framework::ChildEvent::Deleted, {kind, obj_name});
     }
   }
   return std::nullopt;
@@ -213,16 +272,23 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
 std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
   // Restarts: the re-creation count is already on the job (record_restarts).
   for (const auto* failed : plan.with_outcome(FailedSlotPod::Outcome::Restart)) {
-    if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) return e;
+    if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) {
+      writes_.child_event(framework::ChildEvent::DeleteFailed, {"Pod", api::name_of(*failed->pod), failed->replica_type, e->message});
+      return e;
+    }
+    writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*failed->pod), failed->replica_type});
     auto wording = words(CoreEvent::ReplicaRestarting, failed->replica_type);
-    writes_.event("Warning", wording.reason, wording.message);
+    writes_.event(wording);
     if (!draft_.status().has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
     draft_.set_condition(api::condition_type::kRestarting, wording, now_);
   }
   // Scale-down: the spec the user wrote no longer names these pods.
   for (const auto* pod : plan.surplus) {
-    if (auto e = writes_.delete_object(kPods, api::name_of(*pod), writes_.pods_key(*pod))) return e;
-    writes_.event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", api::name_of(*pod)));
+    if (auto e = writes_.delete_object(kPods, api::name_of(*pod), writes_.pods_key(*pod))) {
+      writes_.child_event(framework::ChildEvent::DeleteFailed, {"Pod", api::name_of(*pod), {}, e->message});
+      return e;
+    }
+    writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod)});
   }
   std::vector<framework::PodSlot> missing = plan.missing;
   return run_bounded(deps_.write_pool, missing, [&](const framework::PodSlot& slot) { return create_slot_pod(slot); });
@@ -234,25 +300,25 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   if (!slot.name.empty()) (void)json::set_string(built->pod, "/metadata/name", slot.name);
   const std::string pod_name(api::name_of(built->pod.root()));
   if (built->template_restart_policy_overridden)
-    writes_.event("Warning", "SetPodTemplateRestartPolicy",
-                  "Restart policy in pod template will be overwritten by restart policy in replica spec");
+    writes_.child_event(framework::ChildEvent::TemplateRestartPolicy, {"Pod", pod_name, slot.replica_type});
   if (auto st = deps_.plugin.decorate_pod(job_.root(), slot, built->pod); !st) return internal_error(st.error().message);
   if (deps_.gang) {
     auto decoration = deps_.gang->decorate_pod(built->pod, name_, lower(slot.replica_type), {});
     if (decoration.template_scheduler_differs)
-      writes_.event("Warning", "SetPodTemplateSchedulerName",
-                    "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten");
+      writes_.child_event(framework::ChildEvent::TemplateSchedulerName, {"Pod", pod_name, slot.replica_type});
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
   auto r = deps_.client.create(kPods, ns_, built->pod.root());
   if (r) {
-    writes_.event("Normal", "SuccessfulCreatePod", fmt::format("Created pod: {}", pod_name));
+    log_.note("created pods", pod_name);
+    writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});
     return std::nullopt;
   }
   deps_.expectations.creation_observed(expectation);
   if (!r.error().is(ApiError::Reason::AlreadyExists)) {
-    writes_.event("Warning", "FailedCreatePod", fmt::format("Error creating: {}", r.error().message));
+    log_.notef("failed to create pods", "{}: {}", pod_name, r.error().message);
+    writes_.child_event(framework::ChildEvent::CreateFailed, {"Pod", pod_name, slot.replica_type, r.error().message});
     return r.error();
   }
   // The pod cache holds only the job's pods: a pod of that name is ours, created by a pass the

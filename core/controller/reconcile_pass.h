@@ -25,6 +25,7 @@
 #include "core/controller/child_writes.h"
 #include "core/controller/expectations.h"
 #include "core/controller/job_controller.h"
+#include "core/controller/pass_log.h"
 #include "core/controller/run_limits.h"
 #include "core/controller/slot_plan.h"
 #include "core/controller/status_draft.h"
@@ -44,13 +45,15 @@ struct PassDependencies {
   const ChildCaches& children;
   const gang::Backend* gang;  // null: no gang scheduling
   bool owns_unset_managed_by;
+  bool pin_owner;             // JobControllerOptions::pin_owner
   WritePool* write_pool;      // null: writes one at a time
   std::function<void(const std::string& ns, uint64_t JobCounters::*counter)> count;
 };
 
 class ReconcilePass {
  public:
-  ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now);
+  // `log` collects the pass's decisions (for the controller's debug line).
+  ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now, PassLog& log);
   ReconcilePass(const ReconcilePass&) = delete;
   ReconcilePass& operator=(const ReconcilePass&) = delete;
 
@@ -60,13 +63,17 @@ class ReconcilePass {
   // A decision that ends the job as Failed, and the events that announce it once written.
   struct TerminalFailure {
     framework::CoreWording condition;
-    std::string event_type;  // "Normal" for a run limit, "Warning" for a failed replica
     std::vector<framework::CoreWording> events;  // a failed replica's: one per failed pod
   };
   enum class GangAdmission { Admitted, Held };
+  // Which of the framework's desired objects a step writes (DesiredObject::after_pods).
+  enum class DesiredPhase { BeforePods, AfterPods };
 
   // --- admission ------------------------------------------------------------------------------
   bool managed_here() const;
+  // Records this module in the job's owner annotation (pin_owner, no owner named yet). True when
+  // it was written now, or the job is gone: the pass ends here (our update requeues the job).
+  kube::ApiResult<bool> pin_owner();
   bool own_last_write_seen();
   bool expectations_satisfied() const;
 
@@ -83,7 +90,8 @@ class ReconcilePass {
   std::optional<TerminalFailure> terminal_failure(const SlotPlan& plan, const RunLimitsVerdict& limits) const;
   std::optional<kube::ApiError> write_failure(const TerminalFailure& failure, const json::Value& job_on_server);
   kube::ApiResult<GangAdmission> sync_pod_group();
-  std::optional<kube::ApiError> apply_desired_objects();
+  kube::ApiResult<GangAdmission> apply_pod_group(gang::PodGroupRequest request);
+  std::optional<kube::ApiError> apply_desired_objects(DesiredPhase phase);
   std::optional<kube::ApiError> sync_slot_pods(const SlotPlan& plan);
   std::optional<kube::ApiError> propose_status();
 
@@ -93,14 +101,20 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
   std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
   std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
-  std::optional<kube::ApiError> prune_undesired(const std::vector<framework::DesiredObject>& desired);
+  // Removes want.status_cleared_first from `live` through the status subresource; `live` becomes
+  // what that write returned.
+  std::optional<kube::ApiError> clear_status_first(const framework::DesiredObject& want, json::Document& live);
+  std::optional<kube::ApiError> prune_undesired();
   std::optional<kube::ApiError> delete_pod_group();
   // The Warning event and the pass's error for an object under our name that the job does not control.
   kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
   bool failed_by_run_limits() const;
   framework::CoreWording words(framework::CoreEvent e, std::string_view replica_type = {}) const;
-  void announce_when_written(std::string type, std::string reason, std::string message);
+  // Records the wording's event (if it has one) once the status carrying the decision is written.
+  void announce_when_written(const framework::CoreWording& wording);
+  // The decisions the pass writes with the status: the conditions it sets.
+  void note_status_decisions();
   void count_when_written(uint64_t JobCounters::*counter);
   const json::Value& cached() const { return cached_->root(); }
   const api::RunPolicy& run_policy() const { return run_policy_; }
@@ -114,6 +128,8 @@ class ReconcilePass {
   api::RunPolicy run_policy_;
   StatusDraft draft_{api::JobStatus{}};
   framework::Observed observed_;
+  std::optional<std::vector<framework::DesiredObject>> desired_;  // asked for once per pass
+  PassLog& log_;
   ChildWrites writes_;
 };
 

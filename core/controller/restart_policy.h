@@ -25,5 +25,8 @@ bool retryable(std::string_view restart_policy, std::optional<int32_t> exit_code
 
 // Exit code of the named container's terminated state (state, else lastState), if any.
 std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
+// Exit code of the named container's current terminated state only (not a restarted container's
+// earlier end): what ExitedWithCode announces.
+std::optional<int32_t> terminated_exit_code(const json::Value& pod, std::string_view container);
 
 }  // namespace unitrain::controller

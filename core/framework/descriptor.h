@@ -62,6 +62,13 @@ struct FrameworkDescriptor {
   // mpi-operator validates the defaulted job (SetDefaults, then ValidateMPIJob); training-operator's
   // webhooks validate the raw object. The admission webhook follows the module's reference.
   bool validates_defaulted = false;
+  // mpi-operator computes its status on suspended passes too (the hook proposes Running=False
+  // after the core's Suspended, and the replica counts); training-operator's suspend writes
+  // only Suspended and, for a running job, Running=False.
+  bool status_while_suspended = false;
+  // mpi-operator creates and deletes its workers one at a time in index order, so a watcher
+  // sees them in that order; training-operator's kinds are written in parallel.
+  bool ordered_pod_writes = false;
 
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }

@@ -193,4 +193,12 @@ bool Registry::owns_unset_managed_by(std::string_view name, const std::vector<st
   return d.kind_alias_default;
 }
 
+bool Registry::kind_shared(std::string_view name) const {
+  const Registration* self = find(name);
+  if (self == nullptr) return false;
+  for (const auto& r : registrations_)
+    if (&r != self && r.descriptor.group == self->descriptor.group && r.descriptor.kind == self->descriptor.kind) return true;
+  return false;
+}
+
 }  // namespace unitrain::framework

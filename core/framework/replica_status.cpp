@@ -74,6 +74,12 @@ std::string selector_string(const FrameworkDescriptor& d, std::string_view job_n
                      lower(rt));
 }
 
+std::string training_operator_status_event(std::string_view condition) {
+  if (condition == "Succeeded" || condition == "Failed") return "Normal";
+  if (condition == "Restarting") return "Warning";
+  return {};
+}
+
 ReplicaStatusRules::OnFailed restart_on_exit_code_policy(const ReplicaState& s) {
   return string_at(s.spec, "/restartPolicy") == "ExitCode" ? ReplicaStatusRules::OnFailed::Restart
                                                            : ReplicaStatusRules::OnFailed::Fail;
@@ -130,6 +136,8 @@ StatusProposal replica_status_walk(const FrameworkDescriptor& d, const Value& jo
   }
   auto propose = [&](std::string_view type, const ReplicaState& s) {
     p.conditions.push_back({std::string(type), "True", d.kind + std::string(type), rules.message(type, s)});
+    if (std::string event = rules.event_type ? rules.event_type(type) : std::string(); !event.empty())
+      p.events.push_back({std::move(event), p.conditions.back().reason, p.conditions.back().message});
   };
   auto announce_running = [&](const ReplicaState& s) {
     if (rules.running_before_terminal && p.conditions.empty()) propose("Running", s);

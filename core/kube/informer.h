@@ -55,11 +55,14 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj);
 //   metadata: name, namespace, uid, resourceVersion, generation, creationTimestamp,
 //     deletionTimestamp, labels, ownerReferences (apiVersion, kind, name, uid, controller);
 //   spec: nodeName;
-//   status: phase, reason, podIP, conditions (type, status), containerStatuses (name, ready,
-//     restartCount, state and lastState reduced to {running: {}}, {waiting: {reason}} or
-//     {terminated: {exitCode, reason}}).
+//   status: phase, reason, message (set only when a pod fails or is evicted; mpi-operator puts a
+//     failed launcher's into its Failed condition), podIP, conditions (type, status; before any container status also
+//     reason, message, lastTransitionTime), containerStatuses (name, ready, restartCount, state
+//     and lastState reduced to {running: {}}, {waiting: {reason, message}} or {terminated:
+//     {exitCode, reason, message}}), and initContainerStatuses likewise while there are no
+//     containerStatuses (what training-operator's abnormal-pod events read).
 // Drops annotations (kubectl's last-applied copy alone can double a pod), managedFields, the
-// whole pod spec except the node, volumes, env, images, messages and timestamps of states.
+// whole pod spec except the node, volumes, env, images, the messages and timestamps of container states.
 json::Document project_pod(const json::Value& full);
 // Service projection: the same metadata as pods, spec.clusterIP, spec.selector,
 // spec.publishNotReadyAddresses and spec.ports (name, port).

@@ -14,6 +14,7 @@
 #include "core/framework/registry.h"
 #include "core/kube/clock.h"
 #include "core/kube/fake_client.h"
+#include "core/kube/fault_log.h"
 #include "tests/support/eventually.h"
 
 namespace fw = unitrain::framework;
@@ -92,7 +93,8 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
 
   kube::FakeClient client;
   kube::RealClock clock;
-  auto controllers = op::Controllers::create(registry, *flags, client, clock, "replica-1");
+  kube::FaultLog faults(clock, {"https://fake", "no credentials"});
+  auto controllers = op::Controllers::create(registry, *flags, client, client, clock, faults);
   REQUIRE(controllers);
   REQUIRE((*controllers)->all().size() == 1);
   op::OperatorWebhooks webhooks(client, (*controllers)->plugins(), registry, op::webhook_options(*flags, false));
@@ -131,4 +133,20 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
   controller.stop();
   // The same object (its address is in the text) with the same configuration.
   CHECK(controller_saw == webhook_saw);
+}
+
+TEST_CASE("the cluster domain flag reaches the modules and wins over $CUSTOM_CLUSTER_DOMAIN") {
+  fw::Registry registry;
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin, config_descriptor>(
+      {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
+  const char* from_env[] = {"training-operator"};
+  auto env_only = op::parse_flags(1, from_env, registry);
+  REQUIRE(env_only);
+  CHECK(op::plugin_config(*env_only, *registry.find("test.unitrain.io/configjob")).cluster_domain == "cluster.example");
+  const char* argv[] = {"training-operator", "--cluster-domain", "corp.example.org"};
+  auto flags = op::parse_flags(3, argv, registry);
+  REQUIRE(flags);
+  CHECK(op::plugin_config(*flags, *registry.find("test.unitrain.io/configjob")).cluster_domain == "corp.example.org");
+  REQUIRE(unsetenv("CUSTOM_CLUSTER_DOMAIN") == 0);
 }
