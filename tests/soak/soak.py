@@ -470,6 +470,16 @@ def main():
         names = list(jobs)
         chaos_log = []
 
+        def find_leader():
+            # Bounded: leadership can be in flux for a while after a restart or a kill.
+            until = time.monotonic() + 30
+            while time.monotonic() < until:
+                leader = ops.leader(api)
+                if leader:
+                    return leader
+                time.sleep(0.2)
+            return None
+
         def do_event(what):
             nonlocal restarts
             if what == "restart-apiserver":
@@ -477,12 +487,7 @@ def main():
                 restarts += 1
                 chaos_log.append("API server restarted (SIGHUP)")
             elif what == "kill-leader":
-                leader = None
-                for _ in range(100):
-                    leader = ops.leader(api)
-                    if leader:
-                        break
-                    time.sleep(0.2)
+                leader = find_leader()
                 if leader:
                     ops.stopped.add(leader)
                     ops.procs[leader].kill()
@@ -492,12 +497,7 @@ def main():
                 else:
                     chaos_log.append("kill-leader: no leader found")
             elif what == "handover":
-                leader = None
-                for _ in range(100):
-                    leader = ops.leader(api)
-                    if leader:
-                        break
-                    time.sleep(0.2)
+                leader = find_leader()
                 if leader:
                     ops.start()
                     rc = ops.stop(leader, signal.SIGTERM)
