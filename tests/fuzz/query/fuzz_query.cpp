@@ -42,7 +42,7 @@ struct Cluster {
           R"("spec":{{"nodeName":"n{}","containers":[{{"name":"c","image":"i"}}]}}}})",
           i, i % 3, i % 2 == 0 ? "web" : "db", i % 2));
       require(pod.has_value());
-      require(store->create(pods, i < 5 ? "default" : "other", std::move(*pod)).has_value());
+      require(store->create(pods, i < 5 ? "default" : "kube-system", std::move(*pod)).has_value());
     }
   }
 };
