@@ -104,7 +104,7 @@ TEST_CASE("conversion errors name the problem") {
   REQUIRE_FALSE(bad_target);
   CHECK(bad_target.error().message ==
         "MPIJob: cannot convert to kubeflow.org/v2; served versions are kubeflow.org/v1 and kubeflow.org/v2beta1");
-  auto broken = parse(R"({"apiVersion":"kubeflow.org/v2beta1","metadata":{"annotations":)"
+  auto broken = parse(R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"annotations":)"
                       R"({"conversion.unitrain.io/mpijob-v1-fields":"{oops"}},"spec":{}})");
   auto r = conv::convert(broken.root(), "kubeflow.org/v1");
   REQUIRE_FALSE(r);
