@@ -135,7 +135,7 @@ StoreResult<std::optional<std::chrono::seconds>> watch_timeout(const Query& q) {
   auto t = query_int64(q, "timeoutSeconds");
   if (!t) return fail(std::move(t).error());
   if (!*t) return std::optional<std::chrono::seconds>();
-  return std::optional<std::chrono::seconds>(std::chrono::seconds(std::max<int64_t>(0, **t)));
+  return std::optional<std::chrono::seconds>(std::chrono::seconds(std::clamp<int64_t>(**t, 0, kMaxWatchTimeout.count())));
 }
 
 StoreResult<bool> dry_run(const Query& q, std::string_view kind) {

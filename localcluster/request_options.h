@@ -18,7 +18,9 @@ namespace unitrain::localcluster {
 StoreResult<ListRequest> list_request(const Query& q);
 // A watch of one object (`name` not empty) is a watch with a metadata.name field selector.
 StoreResult<WatchRequest> watch_request(const Query& q, std::string_view name);
-// timeoutSeconds, when given (negative counts as 0).
+// timeoutSeconds, when given (negative counts as 0, more than kMaxWatchTimeout as that: the server
+// adds it to now for the watch's deadline, which must not overflow).
+inline constexpr std::chrono::seconds kMaxWatchTimeout = std::chrono::hours(24 * 365);
 StoreResult<std::optional<std::chrono::seconds>> watch_timeout(const Query& q);
 // Query parameters, overridden by a DeleteOptions body when one is sent.
 StoreResult<DeleteRequest> delete_request(const Query& q, std::string_view body);

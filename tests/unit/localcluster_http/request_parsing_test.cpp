@@ -102,6 +102,12 @@ TEST_CASE("list, watch and delete options from query parameters and DeleteOption
   auto none = lc::watch_timeout(lc::parse_query(""));
   REQUIRE(none);
   CHECK_FALSE(*none);
+  // Any int64: the server adds the timeout to now() (which overflowed).
+  auto huge = lc::watch_timeout(lc::parse_query("timeoutSeconds=9223372036854775807"));
+  REQUIRE(huge);
+  REQUIRE(*huge);
+  CHECK(**huge == lc::kMaxWatchTimeout);
+  CHECK(std::chrono::steady_clock::now() + **huge > std::chrono::steady_clock::now());
 
   auto d = lc::delete_request(lc::parse_query("propagationPolicy=Orphan&gracePeriodSeconds=3"),
                               R"({"propagationPolicy":"Foreground","preconditions":{"uid":"u","resourceVersion":"5"},

@@ -1,3 +1,4 @@
+#include <limits>
 #include <regex>
 
 #include "helpers.h"
@@ -278,6 +279,16 @@ TEST_CASE("graceful pod deletion, grace 0, unscheduled pods, preconditions, prop
   REQUIRE(s->remove(pods(), "default", "bound", now));
   CHECK_FALSE(s->get(pods(), "default", "bound"));
 
+  // Any int64 grace period: the deletionTimestamp stays a valid time (now + grace overflowed).
+  create_ok(*s, pods(), "default", pod_doc("forever", "", R"({"nodeName":"n1","containers":[{"name":"c","image":"x"}]})"));
+  DeleteRequest forever;
+  forever.grace_period_seconds = std::numeric_limits<int64_t>::max();
+  auto pending_forever = s->remove(pods(), "default", "forever", forever);
+  REQUIRE(pending_forever);
+  CHECK(json::get_int(pending_forever->root(), "/metadata/deletionGracePeriodSeconds") == std::numeric_limits<int64_t>::max());
+  CHECK(str(*pending_forever, "/metadata/deletionTimestamp").size() == std::string("2026-01-01T00:00:00Z").size());
+  REQUIRE(s->remove(pods(), "default", "forever", now));
+
   create_ok(*s, pods(), "default", pod_doc("pending"));
   REQUIRE(s->remove(pods(), "default", "pending", DeleteRequest{}));
   CHECK_FALSE(s->get(pods(), "default", "pending"));
@@ -416,6 +427,13 @@ TEST_CASE("list paging with limit and continue, and resourceVersion semantics") 
   REQUIRE(third);
   CHECK(item_names(*third) == std::vector<std::string>{"p4", "p9"});
   CHECK(str(doc(*third), "/metadata/continue").empty());
+
+  // Any int64 limit: the list once reserved room for `limit` objects up front.
+  ListRequest unbounded;
+  unbounded.limit = std::numeric_limits<int64_t>::max();
+  auto everything = s->list(pods(), "default", unbounded);
+  REQUIRE(everything);
+  CHECK(item_names(*everything).size() == 6);
 
   ListRequest bad;
   bad.continue_token = "!!!";
