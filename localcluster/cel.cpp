@@ -1,3 +1,5 @@
+// Kept whole: the CEL lexer, parser and evaluator share the AST node types and source positions
+// that stay private to this file; cel.h is the only way in.
 #include "localcluster/cel.h"
 
 #include <algorithm>

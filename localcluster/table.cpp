@@ -1,3 +1,5 @@
+// Kept whole: kubectl's printer columns for every served kind, one small function per kind, as
+// kubernetes/pkg/printers keeps them in one place.
 #include "localcluster/table.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Kept whole: the Deployment, ReplicaSet, StatefulSet and DaemonSet controllers share the pod
+// template hashing, ownership and status-condition helpers defined here.
 #include "localcluster/controllers/workload_controller.h"
 
 #include <algorithm>

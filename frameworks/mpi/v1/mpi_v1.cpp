@@ -1,3 +1,4 @@
+// Kept whole: one reference controller's hooks, in the order training-operator v1.8.1 runs them.
 // MPIJob kubeflow.org/v1 hooks, following training-operator v1.8.1 pkg/controller.v1/mpi
 // (defaults, reconcile-time validation messages, object names and contents, env, status).
 // Deliberate departures are listed in docs/compatibility.md.
