@@ -70,7 +70,7 @@ struct Server {
       require(obj.has_value());
       require(front->create(route->info, ns, std::move(*obj), false, notes).has_value());
     }
-    logs.append(lc::PodLogs::key("team", "p"), "hello");
+    logs.append(lc::PodLogs::key("team", "p", "c"), "hello");
   }
 };
 
@@ -110,7 +110,12 @@ void check_reply(const lc::HttpReply& reply) {
 }
 
 void watch(Server& s, const lc::HttpRequest& hr, const lc::ResourceRoute& route) {
-  auto watcher = s.front->watch(route.info, route.ns, lc::watch_request(hr.query, route.name));
+  auto request = lc::watch_request(hr.query, route.name);
+  if (!request) {
+    check_reply(lc::error_reply(request.error()));
+    return;
+  }
+  auto watcher = s.front->watch(route.info, route.ns, *request);
   if (!watcher) {
     check_reply(lc::error_reply(watcher.error()));
     return;

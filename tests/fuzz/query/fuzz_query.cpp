@@ -97,11 +97,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
   const Cluster& c = cluster();
 
-  list_pages(c, "default", lc::list_request(q));
-  list_pages(c, "", lc::list_request(q));
+  if (auto list = lc::list_request(q)) {
+    list_pages(c, "default", *list);
+    list_pages(c, "", *list);
+  } else {
+    client_error(list.error());
+  }
 
   for (std::string_view name : {std::string_view(), std::string_view("p1")}) {
-    auto watch = c.store->watch(c.pods, "default", lc::watch_request(q, name));
+    auto request = lc::watch_request(q, name);
+    if (!request) {
+      client_error(request.error());
+      continue;
+    }
+    auto watch = c.store->watch(c.pods, "default", *request);
     if (!watch) {
       client_error(watch.error());
       continue;
@@ -114,7 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (*watch)->stop();
   }
   // The server adds the timeout to now() for the watch's deadline.
-  if (auto timeout = lc::watch_timeout(q)) (void)(std::chrono::steady_clock::now() + *timeout);
+  if (auto timeout = lc::watch_timeout(q); !timeout) client_error(timeout.error());
+  else if (*timeout) (void)(std::chrono::steady_clock::now() + **timeout);
   (void)lc::include_object(q);
   auto del = lc::delete_request(q, body);
   if (!del) client_error(del.error());

@@ -46,7 +46,7 @@ void drain(kube::WatchDecoder& d, Outcome& out) {
 }
 
 Outcome decode(std::string_view body, size_t chunk, size_t max_frame) {
-  kube::WatchDecoder d(max_frame);
+  kube::WatchDecoder d(nullptr, max_frame);
   Outcome out;
   for (size_t at = 0; at < body.size() && !out.error; at += chunk) {
     d.feed(body.substr(at, chunk));
