@@ -168,11 +168,11 @@ uint16_t LocalCluster::port() const { return server_ ? server_->port() : 0; }
 const std::string& LocalCluster::kubeconfig_path() const { return kubeconfig_path_; }
 Store& LocalCluster::store() { return *store_; }
 
-void LocalCluster::append_pod_log(std::string_view ns, std::string_view pod, std::string_view line) {
-  if (server_) server_->append_pod_log(ns, pod, line);
+void LocalCluster::append_pod_log(const ContainerLogLine& line) {
+  if (server_) server_->append_pod_log(line);
 }
-void LocalCluster::clear_pod_log(std::string_view ns, std::string_view pod) {
-  if (server_) server_->clear_pod_log(ns, pod);
+void LocalCluster::clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container) {
+  if (server_) server_->clear_pod_log(ns, pod, container);
 }
 const RequestMetrics& LocalCluster::metrics() const { return server_ ? server_->metrics() : no_metrics_; }
 

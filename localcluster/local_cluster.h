@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "localcluster/container_log.h"
 #include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
@@ -67,8 +68,9 @@ class LocalCluster {
 
   // For in-process controllers (garbage collector, scheduler, kubelet) and tests.
   Store& store();
-  void append_pod_log(std::string_view ns, std::string_view pod, std::string_view line);
-  void clear_pod_log(std::string_view ns, std::string_view pod);
+  // Container output for `kubectl logs` (the kubelet's log sink: see kubelet_log_sink).
+  void append_pod_log(const ContainerLogLine& line);
+  void clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container);
   const RequestMetrics& metrics() const;
   FaultInjector& faults() { return *faults_; }
   // From now on only `token` is accepted (also after a restart), as when a bound

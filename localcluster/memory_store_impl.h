@@ -112,6 +112,8 @@ class MemoryStore final : public Store {
   StoreResult<void> check_namespace(const Served& s, std::string_view ns, json::Document& obj) const;
   // Defaulting and validation every create and update get: schema pruning, defaults and
   // validation for custom resources, built-in defaulting otherwise. `name` names the errors.
+  StoreResult<void> admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
+                              json::Document& obj);
   StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name);
   // A CRD being written: defaulted, validated, its status set; registered once committed.
   StoreResult<std::shared_ptr<const CrdDefinition>> prepare_crd(const Served& s, json::Document& obj,

@@ -8,6 +8,7 @@
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/object_names.h"
+#include "localcluster/pod_admission.h"
 
 namespace unitrain::localcluster {
 namespace {
@@ -117,6 +118,27 @@ StoreResult<void> MemoryStore::check_namespace(const Served& s, std::string_view
   return {};
 }
 
+// LimitRange defaults, then ResourceQuota, over the namespace as it is now (under the lock).
+StoreResult<void> MemoryStore::admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
+                                         Document& obj) {
+  auto in_namespace = [&](const char* skey) {
+    std::vector<const Value*> out;
+    auto t = state_->tables.find(skey);
+    if (t == state_->tables.end()) return out;
+    std::string lo = ns + "/", hi = ns + "0";  // '0' follows '/' in ASCII
+    for (auto it = t->second.objects.lower_bound(lo); it != t->second.objects.lower_bound(hi); ++it)
+      out.push_back(&it->second.doc->root());
+    return out;
+  };
+  if (auto ranges = in_namespace("/limitranges"); !ranges.empty()) apply_limit_ranges(obj, ranges);
+  // The namespace's pods are only read when a quota needs them: creates stay O(1) without one.
+  auto quotas = in_namespace("/resourcequotas");
+  if (quotas.empty()) return {};
+  if (auto refusal = quota_refusal(obj.root(), quotas, in_namespace("/pods")))
+    return fail(errors::forbidden(pods, name, *refusal));
+  return {};
+}
+
 StoreResult<void> MemoryStore::default_and_validate(const Served& s, Document& obj, const std::string& name) {
   std::vector<FieldError> errs;
   if (s.crd != nullptr) {
@@ -202,9 +224,16 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
   if (s->info.group.empty() && s->info.resource == "namespaces") {
     (void)json::set_string(obj, "/status/phase", "Active");
   }
+  if (s->info.group.empty() && (s->info.resource == "persistentvolumeclaims" || s->info.resource == "persistentvolumes")) {
+    (void)json::set_string(obj, "/status/phase", "Pending");
+  }
   if (s->info.group == "batch" && s->info.resource == "jobs") default_job_selector(obj);
   auto adm = default_and_validate(*s, obj, name);
   if (!adm) return fail(std::move(adm).error());
+  if (s->info.group.empty() && s->info.resource == "pods") {
+    auto admitted = admit_pod(s->info, ns, name, obj);
+    if (!admitted) return fail(std::move(admitted).error());
+  }
   std::shared_ptr<const CrdDefinition> crd;
   if (is_crd(s->info)) {
     auto def = prepare_crd(*s, obj, name);

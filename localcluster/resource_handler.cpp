@@ -2,10 +2,17 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "localcluster/crd.h"
+#include "localcluster/object_meta.h"
 #include "localcluster/request_options.h"
 
 namespace unitrain::localcluster {
+
+namespace {
+json::Document answer_access_review(const ResourceInfo& r, json::Document review);
+}
 
 HttpReply ResourceHandler::handle(const HttpRequest& req, const ResourceRoute& route, const MediaType& content_type,
                                   bool apply) {
@@ -56,6 +63,15 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     return error_reply(errors::resource_not_found());
   }
   const auto method_not_allowed = [] { return error_reply(errors::method_not_allowed()); };
+  if (route.subresource == "exec" || route.subresource == "attach" || route.subresource == "portforward") {
+    // kubectl exec, attach, cp and port-forward need a process; the simulated kubelet runs none.
+    auto pod = store_.get(r, route.ns, route.name);
+    if (!pod) return error_reply(pod.error());
+    return error_reply(errors::bad_request(fmt::format(
+        "pods/{} is not supported: the local cluster simulates containers and runs no process in pod {} "
+        "(kubectl exec, attach, cp and port-forward need a real cluster; kubectl logs works)",
+        route.subresource, route.name)));
+  }
   if (req.method == "GET") {
     if (route.subresource == "log") return pod_log(route, q);
     if (collection) {
@@ -78,6 +94,7 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
+    if (r.group == "authorization.k8s.io") return render(r, req, 201, answer_access_review(r, std::move(*body)).root());
     auto created = front_.create(r, route.ns, std::move(*body), dry_run(q), notes);
     if (!created) return error_reply(created.error());
     return render(r, req, 201, created->root());
@@ -139,10 +156,44 @@ HttpReply ResourceHandler::patch(const HttpRequest& req, const ResourceRoute& ro
   return render(route.info, req, 200, patched->root());
 }
 
+namespace {
+
+// The local cluster has one identity with every right (the admin token, or no token at all), and
+// no authorizer: every review is allowed, as kube-apiserver answers a member of system:masters.
+json::Document answer_access_review(const ResourceInfo& r, json::Document review) {
+  json::Document out = std::move(review);
+  auto& a = out.alloc();
+  (void)json::set_string(out, "/apiVersion", "authorization.k8s.io/v1");
+  (void)json::set_string(out, "/kind", r.kind);
+  json::remove(out, "/status");
+  if (r.resource == "selfsubjectrulesreviews") {
+    auto rules = json::Document::parse(
+        R"({"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"]}],)"
+        R"("nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}],"incomplete":false})");
+    (void)json::set(out, "/status", json::clone(rules->root(), a));
+  } else {
+    (void)json::set_bool(out, "/status/allowed", true);
+    (void)json::set_string(out, "/status/reason", "the local cluster authorizes every authenticated request");
+  }
+  if (!json::find(out.root(), "/metadata")) (void)json::set(out, "/metadata", json::Value(rapidjson::kObjectType));
+  (void)json::set_string(out, "/metadata/creationTimestamp", now_rfc3339());
+  return out;
+}
+
+}  // namespace
+
 HttpReply ResourceHandler::pod_log(const ResourceRoute& route, const Query& q) {
   auto pod = store_.get(route.info, route.ns, route.name);
   if (!pod) return error_reply(pod.error());
-  auto [lines, next] = logs_.read(PodLogs::key(route.ns, route.name), 0);
+  auto target = log_target(pod->root(), q);
+  if (!target) return error_reply(target.error());
+  std::string key = PodLogs::key(route.ns, route.name, target->container);
+  std::vector<std::string> lines;
+  // While a container waits to restart, its last run is both the current and the previous log.
+  if (target->previous && !target->restarting)
+    lines = logs_.read_previous(key).value_or(std::vector<std::string>{});
+  else
+    lines = logs_.read(key, 0).first;
   keep_tail_lines(lines, q);
   std::string body = join_lines(lines);
   limit_bytes(body, q);

@@ -323,7 +323,7 @@ struct ApiServer::Impl {
       co_return co_await serve_watch(stream, req, hr, *route, key, fault);
     }
     if (hr.method == "GET" && route->subresource == "log" && query_flag(hr.query, "follow")) {
-      co_return co_await serve_log(stream, req, *route, hr.query, key);
+      co_return co_await serve_log(stream, req, hr, *route, key);
     }
     HttpReply r = resources.handle(hr, *route, ctype, apply);
     key.code = static_cast<int>(r.status);
@@ -454,16 +454,29 @@ struct ApiServer::Impl {
     co_return false;
   }
 
-  asio::awaitable<bool> serve_log(Conn& stream, const Request& req, const ResourceRoute& route, const Query& q,
+  // `kubectl logs -f`: the container's lines as they come, until that run of the container ends.
+  asio::awaitable<bool> serve_log(Conn& stream, const Request& req, const HttpRequest& hr, const ResourceRoute& route,
                                   RequestKey key) {
+    const Query& q = hr.query;
     auto pod = store.get(route.info, route.ns, route.name);
     if (!pod) {
       key.code = pod.error().code;
       metrics.record(std::move(key));
       co_return co_await write_reply(stream, req, error_reply(pod.error()));
     }
+    auto target = log_target(pod->root(), q);
+    if (!target || target->previous || !target->running) {
+      // Nothing to follow (an error, the previous run, a container that already ended): the
+      // whole answer at once.
+      HttpReply r = resources.handle(hr, route, {}, false);
+      key.code = static_cast<int>(r.status);
+      metrics.record(std::move(key));
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
     metrics.record(key);
-    std::string k = PodLogs::key(route.ns, route.name);
+    const std::string container_id = target->container_id;
+    const std::string container = target->container;
+    std::string k = PodLogs::key(route.ns, route.name, container);
     auto w = std::make_shared<Wakeup>(stream.lowest().get_executor());
     auto wake = std::make_shared<std::function<void()>>(waker(w));  // held while the stream lasts
     logs.follow(k, wake);
@@ -498,8 +511,8 @@ struct ApiServer::Impl {
       }
       auto current = store.get(route.info, route.ns, route.name);
       if (!current) break;
-      auto phase = json::get_string(current->root(), "/status/phase").value_or("");
-      if (phase == "Succeeded" || phase == "Failed") {
+      auto now = log_target(current->root(), q);
+      if (!now || !now->running || now->container_id != container_id) {
         std::tie(lines, next) = logs.read(k, next);
         if (!lines.empty()) ok = co_await stream.write_chunk(join_lines(lines));
         break;
@@ -602,11 +615,13 @@ uint16_t ApiServer::port() const { return impl_->bound_port; }
 
 std::string ApiServer::url() const { return fmt::format("{}://127.0.0.1:{}", impl_->scheme(), impl_->bound_port); }
 
-void ApiServer::append_pod_log(std::string_view ns, std::string_view pod, std::string_view line) {
-  impl_->logs.append(PodLogs::key(ns, pod), line);
+void ApiServer::append_pod_log(const ContainerLogLine& l) {
+  impl_->logs.append(PodLogs::key(l.ns, l.pod, l.container), l.line, l.run_id, l.restarted);
 }
 
-void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod) { impl_->logs.clear(PodLogs::key(ns, pod)); }
+void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container) {
+  impl_->logs.clear(PodLogs::key(ns, pod, container));
+}
 
 const RequestMetrics& ApiServer::metrics() const { return impl_->metrics; }
 
