@@ -67,8 +67,8 @@ if len(MPI[overlay]) == 1:
     other = {"v1": "mpijob-v2", "v2beta1": "mpijob-v1"}[MPI[overlay][0]]
     if f"--enable-scheme=*,-{other}" not in args:
         fails.append(f"Deployment args {args} do not disable {other}")
-elif any(a.startswith("--enable-scheme") for a in args):
-    fails.append(f"Deployment args {args} disable a kind")
+elif "--enable-scheme=*" not in args:
+    fails.append(f"Deployment args {args} do not enable both MPIJob modules (--enable-scheme=*)")
 if not container.get("image", "").startswith("unitrain/training-operator:") and \
         "ghcr.io/unitrain/training-operator" not in container.get("image", ""):
     fails.append(f"Deployment image {container.get('image')}")
