@@ -11,8 +11,10 @@
 set -u
 source "$(dirname "$0")/../operator/lib.sh"
 bin=$1 lc=$2 src=$3 refs=$4 start=$5
+# START "fresh": no upstream install; the default install on an empty cluster runs a Kubeflow SDK
+# style MPIJob kubeflow.org/v1 and an MPIJob v2beta1.
 ref=$refs/$start
-[[ -d $ref ]] || { echo "SKIPPED: $ref is absent (upstream install manifests)"; exit 77; }
+[[ $start == fresh || -d $ref ]] || { echo "SKIPPED: $ref is absent (upstream install manifests)"; exit 77; }
 require_tools kubectl curl python3
 make_workdir
 pids=()
@@ -24,7 +26,8 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
-  [[ -f $work/operator.log ]] && { echo "--- operator log (tail)"; tail -20 "$work/operator.log"; }
+  [[ -f $work/operator.log ]] && { echo "--- operator log (tail)"; grep -v ' info ' "$work/operator.log" | tail -20; }
+  k get pods -A -o custom-columns=NAME:.metadata.name,PHASE:.status.phase,UID:.metadata.uid,LABELS:.metadata.labels 2>&1 | tail -10
   exit 1
 }
 k() { timeout 60 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=30s "$@"; }
@@ -37,6 +40,7 @@ wait_until 10 grep -q '^ready ' "$work/cluster.out" || fail "localcluster did no
 
 # --- the upstream install ---------------------------------------------------------------------
 case $start in
+  fresh) out=$(k create namespace kubeflow 2>&1) ;;
   training-operator-*) out=$(k apply --server-side -k "$ref/manifests/overlays/standalone" 2>&1) ;;
   mpi-operator-*) out=$(k apply --server-side -f "$ref/mpi-operator.yaml" 2>&1) ;;
   *) fail "unknown starting point $start" ;;
@@ -110,12 +114,12 @@ EOF
     d=1h; [[ $rt == launcher ]] && d=20s
     k create -f - >/dev/null <<EOF || fail "creating pod mpi-running-$rt"
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"mpi-running-$rt$([[ $rt == worker ]] && echo -0)","namespace":"default",$(sim $d),
-  $(labels mpi-running mpi-operator "$rt" 0 $rt),$(owner kubeflow.org/v1 MPIJob mpi-running "$uid")},
+  $(labels mpi-running mpijob-controller "$rt" 0 $rt),$(owner kubeflow.org/v1 MPIJob mpi-running "$uid")},
  "spec":{"restartPolicy":"Never","containers":[{"name":"$([[ $rt == launcher ]] && echo l || echo w)","image":"example.com/mpi:1"}]}}
 EOF
   done
   set_status mpijobs.v1.kubeflow.org/mpi-running "{\"conditions\":[$(cond Created MPIJobCreated created),$(cond Running MPIJobRunning running)],\"replicaStatuses\":{\"Launcher\":{\"active\":1},\"Worker\":{\"active\":1}},\"startTime\":\"$now\"}"
-else
+elif [[ $start == mpi-operator-* ]]; then
   # A running MPIJob kubeflow.org/v2beta1 as mpi-operator v0.8 leaves it: worker pod, launcher
   # Job (whose pod the Job controller runs), the hostfile ConfigMap and the SSH Secret.
   k create -f - >/dev/null <<EOF || fail "creating MPIJob v2beta1 mpi-running"
@@ -167,6 +171,10 @@ case $start in
   training-operator-*)
     k -n kubeflow delete deployment training-operator --wait=true >/dev/null || fail "deleting the old Deployment"
     k -n kubeflow delete service training-operator >/dev/null || fail "deleting the old Service"
+    # MPIJobs training-operator ran (kubeflow.org/v1, no managedBy) stay with Unitrain's v1 module:
+    # without the pin the default install's --mpi-default-version=v2beta1 would give them to v2.
+    k annotate mpijobs.v1.kubeflow.org --all -A unitrain.io/managed-by=kubeflow.org/training-operator >/dev/null \
+      || fail "pinning the v1 MPIJobs"
     ;;
   mpi-operator-*)
     k -n mpi-operator delete deployment mpi-operator --wait=true >/dev/null || fail "deleting the old Deployment"
@@ -197,7 +205,36 @@ else
 fi
 
 succeeded() { [[ $(k get "$1" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status}') == True ]]; }
-if [[ $start == training-operator-* ]]; then
+if [[ $start == fresh ]]; then
+  # What the Kubeflow SDK's TrainingClient(job_kind="MPIJob") sends: kubeflow.org/v1 through the
+  # custom objects API.
+  python3 - "$work/kubeconfig" <<'PY' || fail "the SDK-style v1 MPIJob was refused"
+import sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+pod = lambda c, cmd: {"metadata": {"annotations": {"sim.unitrain.io/duration": "2s"}},
+                      "spec": {"containers": [{"name": c, "image": "docker.io/kubeflow/mpi-horovod-mnist", "command": cmd}]}}
+client.CustomObjectsApi().create_namespaced_custom_object("kubeflow.org", "v1", "default", "mpijobs", {
+    "apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": "sdk-v1"},
+    "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "None"},
+             "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": pod("mpi", ["mpirun", "python", "mnist.py"])},
+                                 "Worker": {"replicas": 2, "template": pod("mpi", None)}}}})
+PY
+  k create -f - >/dev/null <<EOF || fail "creating MPIJob v2beta1 v2"
+{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"v2","namespace":"default"},
+ "spec":{"slotsPerWorker":1,"mpiReplicaSpecs":{
+   "Launcher":{"replicas":1,"template":{"metadata":{$(sim 2s)},"spec":{"containers":[{"name":"l","image":"example.com/mpi:1","command":["mpirun","hostname"]}]}}},
+   "Worker":{"replicas":1,"template":{"metadata":{$(sim 1h)},"spec":{"containers":[{"name":"w","image":"example.com/mpi:1"}]}}}}}}
+EOF
+  wait_until 90 succeeded mpijobs.v1.kubeflow.org/sdk-v1 || fail "MPIJob v1 sdk-v1 did not succeed: $(k get mpijobs.v1.kubeflow.org sdk-v1 -o jsonpath='{.status}')"
+  wait_until 90 succeeded mpijobs.v2beta1.kubeflow.org/v2 || fail "MPIJob v2beta1 v2 did not succeed: $(k get mpijobs.v2beta1.kubeflow.org v2 -o jsonpath='{.status}')"
+  owners=$(k get mpijobs.v2beta1.kubeflow.org -o jsonpath='{range .items[*]}{.metadata.name}={.spec.runPolicy.managedBy} {end}')
+  [[ $owners == "sdk-v1=kubeflow.org/training-operator v2=kubeflow.org/mpi-operator " ]] \
+    || fail "the defaulting webhook did not route by version: $owners"
+  k get pod sdk-v1-launcher >/dev/null || fail "sdk-v1 has no v1 launcher pod"
+  k get job.batch v2-launcher >/dev/null || fail "v2 has no launcher Job"
+  echo "MPIJob v1 (SDK style) and v2beta1 succeeded under the default install: $owners"
+elif [[ $start == training-operator-* ]]; then
   wait_until 90 succeeded pytorchjob/running || fail "PyTorchJob running did not succeed: $(k get pytorchjob running -o jsonpath='{.status}')"
   wait_until 90 succeeded mpijobs.v1.kubeflow.org/mpi-running || fail "MPIJob v1 mpi-running did not succeed: $(k get mpijobs.v1.kubeflow.org mpi-running -o jsonpath='{.status}')"
   after=$(k get tfjob finished -o jsonpath='{.metadata.resourceVersion} {.status}')
@@ -207,7 +244,7 @@ else
   wait_until 90 succeeded mpijobs.v2beta1.kubeflow.org/mpi-running || fail "MPIJob v2beta1 mpi-running did not succeed: $(k get mpijobs.v2beta1.kubeflow.org mpi-running -o jsonpath='{.status}')"
 fi
 pods_after=$(k get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}={.metadata.uid}{"\n"}{end}' | grep -v -- '-operator-\|training-operator-' | sort)
-[[ $pods_after == "$pods_before" ]] || fail "pods re-created or added: before
+[[ $start == fresh || $pods_after == "$pods_before" ]] || fail "pods re-created or added: before
 $pods_before
 after
 $pods_after"
