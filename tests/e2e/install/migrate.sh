@@ -40,7 +40,7 @@ wait_until 10 grep -q '^ready ' "$work/cluster.out" || fail "localcluster did no
 
 # --- the upstream install ---------------------------------------------------------------------
 case $start in
-  fresh) out=$(k create namespace kubeflow 2>&1) ;;
+  fresh) out= ;;
   training-operator-*) out=$(k apply --server-side -k "$ref/manifests/overlays/standalone" 2>&1) ;;
   mpi-operator-*) out=$(k apply --server-side -f "$ref/mpi-operator.yaml" 2>&1) ;;
   *) fail "unknown starting point $start" ;;
@@ -110,11 +110,19 @@ EOF
    "Worker":{"replicas":1,"template":{"metadata":{$(sim 1h)},"spec":{"containers":[{"name":"w","image":"example.com/mpi:1"}]}}}}}}
 EOF
   uid=$(k get mpijobs.v1.kubeflow.org mpi-running -o jsonpath='{.metadata.uid}')
+  # training-operator's MPIJob labels: the launcher has role master and no replica index.
+  v1_mpi_labels() {
+    if [[ $1 == launcher ]]; then
+      echo '"labels":{"training.kubeflow.org/job-name":"mpi-running","training.kubeflow.org/operator-name":"mpijob-controller","training.kubeflow.org/replica-type":"launcher","training.kubeflow.org/job-role":"master"}'
+    else
+      labels mpi-running mpijob-controller worker 0
+    fi
+  }
   for rt in launcher worker; do
     d=1h; [[ $rt == launcher ]] && d=20s
     k create -f - >/dev/null <<EOF || fail "creating pod mpi-running-$rt"
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"mpi-running-$rt$([[ $rt == worker ]] && echo -0)","namespace":"default",$(sim $d),
-  $(labels mpi-running mpijob-controller "$rt" 0 $rt),$(owner kubeflow.org/v1 MPIJob mpi-running "$uid")},
+  $(v1_mpi_labels $rt),$(owner kubeflow.org/v1 MPIJob mpi-running "$uid")},
  "spec":{"restartPolicy":"Never","containers":[{"name":"$([[ $rt == launcher ]] && echo l || echo w)","image":"example.com/mpi:1"}]}}
 EOF
   done
@@ -162,6 +170,8 @@ if [[ -n $hooks ]]; then
     | k create -f - >/dev/null || fail "putting the upstream webhooks back"
 fi
 pods_before=$(k get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}={.metadata.uid}{"\n"}{end}' | grep -v -- '-operator-\|training-operator-' | sort)
+children() { [[ $start == mpi-operator-* ]] && k get job.batch/mpi-running-launcher secret/mpi-running-ssh configmap/mpi-running-config service/mpi-running -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.uid} {end}'; }
+children_before=$(children)
 stored_before=$(k get crd mpijobs.kubeflow.org -o jsonpath='{.status.storedVersions}')
 finished_before=$( [[ $start == training-operator-* ]] && k get tfjob finished -o jsonpath='{.metadata.resourceVersion} {.status}')
 echo "jobs written; MPIJob storedVersions $stored_before; pods:"; echo "$pods_before"
@@ -208,7 +218,7 @@ succeeded() { [[ $(k get "$1" -o jsonpath='{.status.conditions[?(@.type=="Succee
 if [[ $start == fresh ]]; then
   # What the Kubeflow SDK's TrainingClient(job_kind="MPIJob") sends: kubeflow.org/v1 through the
   # custom objects API.
-  python3 - "$work/kubeconfig" <<'PY' || fail "the SDK-style v1 MPIJob was refused"
+  /usr/bin/python3 - "$work/kubeconfig" <<'PY' || fail "the SDK-style v1 MPIJob was refused"
 import sys
 from kubernetes import client, config
 config.load_kube_config(sys.argv[1])
@@ -248,7 +258,9 @@ pods_after=$(k get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{
 $pods_before
 after
 $pods_after"
-echo "running jobs finished with the pods they had"
+children_after=$(children)
+[[ $children_after == "$children_before" ]] || fail "the launcher Job, Secret, ConfigMap or Service were replaced: $children_before -> $children_after"
+echo "running jobs finished with the pods they had${children_before:+ and the objects: $children_before}"
 
 served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{.spec.versions[?(@.served==true)].name}')
 [[ $served == "v2beta1 v1" ]] || fail "mpijobs serves '$served'"
@@ -256,7 +268,9 @@ stored=$(k get crd mpijobs.kubeflow.org -o jsonpath='{.status.storedVersions}')
 for v in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$stored_before"); do
   [[ $stored == *"\"$v\""* ]] || fail "storedVersions lost $v: $stored_before -> $stored"
 done
-# Every stored MPIJob reads through both versions (conversion works for what the old operator stored).
-k get mpijobs.v1.kubeflow.org mpi-running >/dev/null || fail "mpi-running does not read as v1"
-k get mpijobs.v2beta1.kubeflow.org mpi-running >/dev/null || fail "mpi-running does not read as v2beta1"
+# The old operator's MPIJob reads through both versions (conversion of what it stored).
+if [[ $start != fresh ]]; then
+  k get mpijobs.v1.kubeflow.org mpi-running >/dev/null || fail "mpi-running does not read as v1"
+  k get mpijobs.v2beta1.kubeflow.org mpi-running >/dev/null || fail "mpi-running does not read as v2beta1"
+fi
 echo "MPIJob CRD serves $served, storedVersions $stored_before -> $stored"
