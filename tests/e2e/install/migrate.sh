@@ -265,7 +265,7 @@ echo "running jobs finished with the pods they had${children_before:+ and the ob
 served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{.spec.versions[?(@.served==true)].name}')
 [[ $served == "v2beta1 v1" ]] || fail "mpijobs serves '$served'"
 stored=$(k get crd mpijobs.kubeflow.org -o jsonpath='{.status.storedVersions}')
-for v in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$stored_before"); do
+for v in $(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "${stored_before:-[]}"); do
   [[ $stored == *"\"$v\""* ]] || fail "storedVersions lost $v: $stored_before -> $stored"
 done
 # The old operator's MPIJob reads through both versions (conversion of what it stored).
