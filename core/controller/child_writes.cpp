@@ -54,6 +54,7 @@ std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersio
   if (!expectation_key.empty()) expectations_.expect_deletions(expectation_key, 1);
   kube::DeleteOptions options;
   options.propagation_policy = "Background";
+  options.response_fields = kube::written_fields();
   auto r = client_.remove(resource, ns_, name, options);
   if (!r) {
     // Gone already (NotFound) or not deleted: either way no watch event will lower it.

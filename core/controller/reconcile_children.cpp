@@ -95,7 +95,8 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gan
     return fail(foreign_object("PodGroup", backend->resource(), name_));
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
-    auto r = deps_.client.create(backend->resource(), ns_, desired.root());
+    label_for_caches(desired);
+    auto r = deps_.client.create(backend->resource(), ns_, desired.root(), written_only());
     if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
       writes_.child_event(framework::ChildEvent::CreateFailed, {"PodGroup", name_, {}, r.error().message});
       return fail(r.error());
@@ -103,13 +104,21 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gan
     if (r) {
       log_.note("created podgroups", name_);
       writes_.child_event(framework::ChildEvent::Created, {"PodGroup", name_});
+    } else {
+      // Not in the label-selected cache: ours (created before it had our labels, or just now)
+      // or someone else's.
+      auto live = deps_.client.get(backend->resource(), ns_, name_);
+      if (!live && !live.error().is(ApiError::Reason::NotFound)) return fail(live.error());
+      if (live && !api::is_controlled_by(live->root(), uid_)) return fail(foreign_object("PodGroup", backend->resource(), name_));
+      if (live)
+        if (auto e = label_into_caches(backend->resource(), live->root())) return fail(*e);
     }
   } else if (backend->spec_differs(existing->root(), desired.root())) {
     json::Document updated = *existing;
     auto& a = updated.alloc();
     updated.root().RemoveMember("spec");
     updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
-    auto r = deps_.client.update(backend->resource(), ns_, updated.root());
+    auto r = deps_.client.update(backend->resource(), ns_, updated.root(), written_only());
     if (!r) return fail(r.error());
     log_.note("updated podgroups", name_);
   }
@@ -155,6 +164,14 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
     json::Document obj = want.object;
     (void)json::set_string(obj, "/metadata/namespace", ns_);
     if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    label_for_caches(obj);
+    if (want.use_existing) {
+      // The cache holds only objects with our labels: one the job may use as it is (a
+      // ServiceAccount the pod template names) is looked up rather than created in vain.
+      auto live = deps_.client.get(want.resource, ns_, obj_name);
+      if (live) return api::is_controlled_by(live->root(), uid_) ? label_into_caches(want.resource, live->root()) : std::nullopt;
+      if (!live.error().is(ApiError::Reason::NotFound)) return live.error();
+    }
     // A replica's Service is guarded like its pod: until the informer has seen it, the next
     // pass must not create it again (training-operator's CreateNewService raises the services
     // expectation before the POST). Without the replica-type label no informer event could
@@ -165,14 +182,15 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
     }
     if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
-    auto r = deps_.client.create(want.resource, ns_, obj.root());
+    auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
     if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
     if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
       // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
       // or someone else's.
       auto live = deps_.client.get(want.resource, ns_, obj_name);
       if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-      if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
+      if (api::is_controlled_by(live->root(), uid_)) return label_into_caches(want.resource, live->root());
+      if (want.use_existing) return std::nullopt;
       return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
     }
     const std::string kind(api::kind_of(want.object.root()));
@@ -214,7 +232,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       json::remove(updated, pointer);
     }
   }
-  auto r = deps_.client.update(want.resource, ns_, updated.root());
+  auto r = deps_.client.update(want.resource, ns_, updated.root(), written_only());
   if (!r) return r.error();
   log_.note("updated " + want.resource.resource, obj_name);
   return std::nullopt;
@@ -309,7 +327,7 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
-  auto r = deps_.client.create(kPods, ns_, built->pod.root());
+  auto r = deps_.client.create(kPods, ns_, built->pod.root(), written_only());
   if (r) {
     log_.note("created pods", pod_name);
     writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});
@@ -327,6 +345,31 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
   if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
   return foreign_object("Pod", kPods, pod_name);
+}
+
+void ReconcilePass::label_for_caches(json::Document& obj) const {
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (!json::find(obj.root(), pointer)) (void)json::set_string(obj, pointer, value);
+  }
+}
+
+std::optional<ApiError> ReconcilePass::label_into_caches(const kube::GroupVersionResource& resource,
+                                                         const json::Value& live) {
+  auto patch = json::Document::object();
+  bool missing = false;
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (json::get_string(live, pointer) == value) continue;
+    (void)json::set_string(patch, pointer, value);
+    missing = true;
+  }
+  if (!missing) return std::nullopt;
+  kube::PatchOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.patch(resource, ns_, api::name_of(live), kube::PatchType::Merge, patch.dump(), opts);
+  if (!r && !r.error().is(ApiError::Reason::NotFound)) return r.error();
+  return std::nullopt;
 }
 
 ApiError ReconcilePass::foreign_object(std::string_view kind, const kube::GroupVersionResource& resource,

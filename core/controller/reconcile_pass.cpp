@@ -234,7 +234,9 @@ ReconcileResult ReconcilePass::clean_up_finished() {
     result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
     return result;
   }
-  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, {});
+  kube::DeleteOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, opts);
   if (!r) {
     // NotFound: a pass that ran before the cache saw our own delete; counted once already.
     if (r.error().is(ApiError::Reason::NotFound)) return result;
@@ -370,7 +372,7 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
   json::Document obj = json::Document::copy_of(job_on_server);
   if (auto st = api::set_job_status(obj, draft_.status()); !st) return internal_error(st.error().message);
   note_status_decisions();
-  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root());
+  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root(), written_only());
   if (!r) {
     log_.notef("failed to write the status", "{}", r.error().message);
     return r.error();

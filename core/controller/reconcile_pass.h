@@ -36,6 +36,10 @@
 
 namespace unitrain::controller {
 
+// A pass reads back at most the identity and new resourceVersion of what it writes: the rest of
+// a response is never decoded.
+inline kube::WriteOptions written_only() { return {kube::written_fields()}; }
+
 // What a pass uses of its controller.
 struct PassDependencies {
   kube::Client& client;
@@ -106,6 +110,11 @@ class ReconcilePass {
   std::optional<kube::ApiError> clear_status_first(const framework::DesiredObject& want, json::Document& live);
   std::optional<kube::ApiError> prune_undesired();
   std::optional<kube::ApiError> delete_pod_group();
+  // The caches select a job's children by the module's child labels: an object the pass creates
+  // gets them, and one of ours found without them (made before the module had them) gets them
+  // added, so the caches see it from then on.
+  void label_for_caches(json::Document& obj) const;
+  std::optional<kube::ApiError> label_into_caches(const kube::GroupVersionResource& resource, const json::Value& live);
   // The Warning event and the pass's error for an object under our name that the job does not control.
   kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.

@@ -54,6 +54,17 @@ struct FrameworkDescriptor {
   // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
   std::vector<kube::GroupVersionResource> owned_resources;
 
+  // A label selector every object the module's jobs own matches: its pods, Services and owned
+  // kinds ("training.kubeflow.org/operator-name=pytorchjob-controller"). The process-wide caches
+  // list and watch only objects that match one enabled module's selector, and the core puts
+  // these labels on every object it creates for a job, so plain "key=value[,key=value]" only.
+  // Empty: the module's kinds are watched unfiltered.
+  std::string child_label_selector;
+  // Which creates and deletes of a job's children trigger a reconcile: mpi-operator reacts to
+  // every one; training-operator only to those carrying the replica-type label (a ConfigMap's or
+  // a PodGroup's trigger nothing). Updates trigger either way.
+  bool reconciles_on_any_child = false;
+
   // Where the two reference operators behave differently, the module says which way it goes.
   bool ttl_deletes_job = true;           // mpi-operator v2 hands the TTL to its launcher Job
   bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
@@ -76,7 +87,8 @@ struct FrameworkDescriptor {
 
 // The descriptor every kubeflow.org/v1 training-operator kind shares: name
 // "kubeflow.org/<kind lower>", aliases "<kind lower>" and the metrics framework ("pytorch"),
-// plural "<kind lower>s", controller "<kind lower>-controller", managedBy training-operator.
+// plural "<kind lower>s", controller "<kind lower>-controller" (children selected by its
+// operator-name label), managedBy training-operator.
 FrameworkDescriptor kubeflow_v1_descriptor(std::string_view kind, std::string_view replica_specs_field,
                                            std::vector<std::string> replica_types, std::string_view container,
                                            std::string_view port_name, int32_t port, std::string_view metrics_framework);

@@ -514,6 +514,10 @@ framework::FrameworkDescriptor make_descriptor() {
   d.replica_types = {"Launcher", "Worker"};
   // Exit codes are the launcher Job's business and workers have no ports: no default container.
   d.controller_name = std::string(kOperator);
+  d.child_label_selector = fmt::format("{}={}", job_labels::kOperatorName, kOperator);
+  // mpi-operator reacts to every create and delete of the objects it owns (its Service,
+  // ConfigMap and Secret carry no replica-type label).
+  d.reconciles_on_any_child = true;
   d.replica_type_label = std::string(job_labels::kJobRole);
   d.metrics_framework = "mpi";
   d.managed_by = {"kubeflow.org/mpi-operator"};

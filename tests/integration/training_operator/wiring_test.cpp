@@ -119,6 +119,8 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
   // The controller path: the annotation on the pod it created.
   REQUIRE(client.seed(kConfigJobs, json::Document::parse(kJob)->root()).root().IsObject());
   auto& controller = *(*controllers)->all().front().controller;
+  // As main() runs them: the process's caches first, then the controller's workers.
+  (*controllers)->caches().start();
   controller.start();
   std::string controller_saw;
   REQUIRE(eventually([&] {
@@ -131,6 +133,7 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
     return true;
   }));
   controller.stop();
+  (*controllers)->caches().stop();
   // The same object (its address is in the text) with the same configuration.
   CHECK(controller_saw == webhook_saw);
 }
