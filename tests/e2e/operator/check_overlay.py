@@ -69,8 +69,7 @@ if len(MPI[overlay]) == 1:
         fails.append(f"Deployment args {args} do not disable {other}")
 elif "--enable-scheme=*" not in args:
     fails.append(f"Deployment args {args} do not enable both MPIJob modules (--enable-scheme=*)")
-if not container.get("image", "").startswith("unitrain/training-operator:") and \
-        "ghcr.io/unitrain/training-operator" not in container.get("image", ""):
+if not container.get("image", "").startswith("unitrain/training-operator:"):
     fails.append(f"Deployment image {container.get('image')}")
 
 # Every served kind and version has a validating and a defaulting webhook calling the operator's
