@@ -138,16 +138,9 @@ YAML
 ) && [[ $out == true ]] || die "SelfSubjectAccessReview: $out"
 out=$(printf 'apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectRulesReview\nspec: {namespace: default}\n' |
       k create -f - -o jsonpath='{.status.resourceRules[0].verbs[0]}') && [[ $out == '*' ]] || die "SelfSubjectRulesReview: $out"
-# kubectl auth can-i posts its review as protobuf; until the server decodes protobuf bodies
-# (issue 21 item 1) that request is refused with 415, which this step reports rather than hides.
-if out=$(k auth can-i create pods 2>&1); then
-  [[ $out == yes ]] || die "auth can-i create pods: $out"
-  out=$(k auth can-i '*' '*' --all-namespaces) && [[ $out == yes ]] || die "auth can-i '*': $out"
-elif [[ $out == *UnsupportedMediaType* ]]; then
-  echo "note: kubectl auth can-i needs protobuf request bodies, not decoded by this server yet"
-else
-  die "auth can-i create pods: $out"
-fi
+# kubectl auth can-i posts its review as protobuf.
+out=$(k auth can-i create pods 2>&1) && [[ $out == yes ]] || die "auth can-i create pods: $out"
+out=$(k auth can-i '*' '*' --all-namespaces 2>&1) && [[ $out == yes ]] || die "auth can-i '*': $out"
 
 step "get pods shows Completed, Error, CrashLoopBackOff and ContainerCreating"
 pod() {  # pod NAME RESTART_POLICY ANNOTATIONS...
