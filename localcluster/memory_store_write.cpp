@@ -166,6 +166,19 @@ StoreResult<std::shared_ptr<const CrdDefinition>> MemoryStore::prepare_crd(const
   auto def = parse_crd(obj.root());
   if (!def) return fail(errors::invalid(s.info, name, def.error()));
   set_crd_status(obj, *def, now_rfc3339());
+  // A version objects may still be stored in cannot leave spec.versions (kube-apiserver refuses
+  // the update; dropping it would strand those objects).
+  std::vector<FieldError> errs;
+  const auto stored = json::strings_at(obj.root(), "/status/storedVersions");
+  for (size_t i = 0; i < stored.size(); ++i) {
+    auto served = std::find_if(def->versions.begin(), def->versions.end(),
+                               [&](const CrdVersion& v) { return v.name == stored[i]; });
+    if (served == def->versions.end()) {
+      errs.push_back(invalid_value_text("status.storedVersions[" + std::to_string(i) + "]", "\"" + stored[i] + "\"",
+                                        "must appear in spec.versions"));
+    }
+  }
+  if (!errs.empty()) return fail(errors::invalid(s.info, name, errs));
   return std::make_shared<const CrdDefinition>(std::move(*def));
 }
 
