@@ -58,7 +58,7 @@ def sdk_style_flow(core):
         spec=client.V1PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
                                                 resources=client.V1ResourceRequirements(requests={"storage": "2Gi"})))
     core.create_namespaced_persistent_volume_claim("default", pvc, _request_timeout=10)
-    bound = eventually("the PVC Bound", lambda: (lambda c: c if c.status.phase == "Bound" else None)(
+    bound = eventually("the PVC Bound", lambda: (lambda c: c if c.status is not None and c.status.phase == "Bound" else None)(
         core.read_namespaced_persistent_volume_claim("workspace", "default", _request_timeout=10)))
     if bound.spec.storage_class_name != "standard" or not bound.spec.volume_name:
         fail(f"PVC bound without the default class or a volume: {bound.spec}")
@@ -73,7 +73,7 @@ def sdk_style_flow(core):
                 metadata=client.V1ObjectMeta(labels=labels),
                 spec=client.V1PodSpec(containers=[client.V1Container(name="web", image="nginx:1.27")]))))
     apps.create_namespaced_deployment("default", dep, _request_timeout=10)
-    eventually("py-web available", lambda: (lambda d: d.status.available_replicas == 2)(
+    eventually("py-web available", lambda: (lambda d: d.status is not None and d.status.available_replicas == 2)(
         apps.read_namespaced_deployment_status("py-web", "default", _request_timeout=10)))
 
     pod = client.V1Pod(
@@ -85,8 +85,8 @@ def sdk_style_flow(core):
             volumes=[client.V1Volume(name="ws", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
                 claim_name="workspace"))]))
     core.create_namespaced_pod("default", pod, _request_timeout=10)
-    eventually("the trainer pod Succeeded", lambda: core.read_namespaced_pod(
-        "trainer", "default", _request_timeout=10).status.phase == "Succeeded")
+    eventually("the trainer pod Succeeded", lambda: (lambda p: p.status is not None and p.status.phase == "Succeeded")(
+        core.read_namespaced_pod("trainer", "default", _request_timeout=10)))
     log = core.read_namespaced_pod_log("trainer", "default", container="main", _request_timeout=10)
     if "step 2" not in log or "container main exited with code 0" not in log:
         fail(f"trainer log: {log!r}")
