@@ -42,14 +42,18 @@ Value param(std::string_view name, std::string_view in, json::Allocator& a) {
   return p;
 }
 
-Value operation(const ResourceInfo& r, std::string_view action, bool field_validation, json::Allocator& a) {
+using ParamBuilder = Value (*)(std::string_view name, std::string_view in, json::Allocator& a);
+
+// One operation of a path; `param` writes a parameter in the document's OpenAPI version.
+Value operation(const ResourceInfo& r, std::string_view action, bool writes, json::Allocator& a,
+                ParamBuilder param_of = param) {
   Value op(rapidjson::kObjectType);
   op.AddMember("operationId", json::str(fmt::format("{}{}{}", action, r.kind, r.version), a), a);
   Value params(rapidjson::kArrayType);
-  if (field_validation) {
-    params.PushBack(param("dryRun", "query", a), a);
-    params.PushBack(param("fieldManager", "query", a), a);
-    params.PushBack(param("fieldValidation", "query", a), a);
+  if (writes) {
+    params.PushBack(param_of("dryRun", "query", a), a);
+    params.PushBack(param_of("fieldManager", "query", a), a);
+    params.PushBack(param_of("fieldValidation", "query", a), a);
   }
   op.AddMember("parameters", params, a);
   Value responses(rapidjson::kObjectType);
@@ -107,23 +111,7 @@ Value v2_param(std::string_view name, std::string_view in, json::Allocator& a) {
 }
 
 Value v2_operation(const ResourceInfo& r, std::string_view action, bool writes, json::Allocator& a) {
-  Value op(rapidjson::kObjectType);
-  op.AddMember("operationId", json::str(fmt::format("{}{}{}", action, r.kind, r.version), a), a);
-  Value params(rapidjson::kArrayType);
-  if (writes) {
-    params.PushBack(v2_param("dryRun", "query", a), a);
-    params.PushBack(v2_param("fieldManager", "query", a), a);
-    params.PushBack(v2_param("fieldValidation", "query", a), a);
-  }
-  op.AddMember("parameters", params, a);
-  Value responses(rapidjson::kObjectType);
-  Value ok(rapidjson::kObjectType);
-  ok.AddMember("description", "OK", a);
-  responses.AddMember("200", ok, a);
-  op.AddMember("responses", responses, a);
-  op.AddMember("x-kubernetes-action", json::str(action, a), a);
-  op.AddMember("x-kubernetes-group-version-kind", gvk(r, a), a);
-  return op;
+  return operation(r, action, writes, a, v2_param);
 }
 
 // What OpenAPI v2 cannot say about a structural schema is left out, as kube-apiserver publishes
