@@ -11,6 +11,7 @@
 #include "core/api/quantity.h"
 #include "localcluster/controllers/controller_base.h"
 #include "localcluster/controllers/event_recorder.h"
+#include "localcluster/controllers/scheduler_accounting.h"
 
 namespace unitrain::localcluster::controllers {
 
@@ -21,24 +22,7 @@ using json::Value;
 constexpr std::string_view kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
 constexpr std::string_view kPluginsGroupLabel = "scheduling.x-k8s.io/pod-group";
 
-// Requests in milli-units (cpu millicores, memory milli-bytes, gpus milli), pods as a count.
-struct Res {
-  int64_t cpu = 0, mem = 0, gpu = 0, pods = 0;
-  Res& operator+=(const Res& o) {
-    cpu += o.cpu;
-    mem += o.mem;
-    gpu += o.gpu;
-    pods += o.pods;
-    return *this;
-  }
-  Res& operator-=(const Res& o) {
-    cpu -= o.cpu;
-    mem -= o.mem;
-    gpu -= o.gpu;
-    pods -= o.pods;
-    return *this;
-  }
-};
+using Res = Resources;
 
 int64_t milli(const Value& list, std::string_view key) {
   const Value* q = json::find(list, "/" + json::escape_pointer_token(key));
@@ -87,22 +71,14 @@ Res pod_requests(const Value& pod) {
 
 enum class GroupKind { None, Volcano, Plugins };
 
-struct PodInfo {
-  std::string ns, name, uid, scheduler, node, phase;
-  bool deleting = false;
-  Res req;
-  std::string group;  // "<kind>|ns/name" or ""
-  uint64_t seq = 0;
-  std::string scheduled_cond;  // "status|reason|message" of PodScheduled as last seen or written
-  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
-  std::string_view scheduler_name() const { return scheduler.empty() ? std::string_view("default-scheduler") : scheduler; }
-};
+using PodInfo = TrackedPod;
 
 struct NodeInfo {
   std::string name;
   Res alloc;
   bool ready = false;
   bool unschedulable = false;
+  bool operator==(const NodeInfo&) const = default;
 };
 
 struct GroupInfo {
@@ -114,10 +90,6 @@ struct GroupInfo {
   std::string status_sig;  // what we last saw/wrote, to write only on change
 };
 
-struct GroupStats {
-  int64_t total = 0, bound = 0, running = 0, succeeded = 0, failed = 0;
-};
-
 }  // namespace
 
 struct Scheduler::Impl {
@@ -127,10 +99,12 @@ struct Scheduler::Impl {
   std::optional<ResourceInfo> pods_r, nodes_r;
   std::optional<ResourceInfo> volcano_r, plugins_r;
   std::map<std::string, NodeInfo> nodes;  // ordered: deterministic tie-breaks
-  std::unordered_map<std::string, PodInfo> pods;
+  SchedulerAccounting pods;
   std::unordered_map<std::string, GroupInfo> groups;  // "<kind>|ns/name"
-  uint64_t next_seq = 0;
-  bool dirty = true;
+  // Volcano groups still Pending: admitted (Inqueue) once their minResources fit, which can only
+  // become true when capacity is freed or the group changes.
+  std::unordered_set<std::string> queued_volcano;
+  std::unordered_set<std::string> changed_group_objects;  // since the last pass
 
   Impl(Store& s, SchedulerOptions o) : store(s), opt(std::move(o)), loop(s, "scheduler") {}
 
@@ -138,7 +112,7 @@ struct Scheduler::Impl {
     return fmt::format("{}|{}", k == GroupKind::Volcano ? "v" : "p", key_of(ns, name));
   }
 
-  bool serves(const std::string& scheduler) const {
+  bool serves(std::string_view scheduler) const {
     if (scheduler.empty() || scheduler == "default-scheduler") return true;
     if (scheduler == "volcano") return volcano_r.has_value();
     return scheduler == opt.scheduler_plugins_name && plugins_r.has_value();
@@ -147,6 +121,7 @@ struct Scheduler::Impl {
   // ---- watch handlers -------------------------------------------------------------------------
 
   void on_crd(EventType, const Value&) {
+    bool had_volcano = volcano_r.has_value(), had_plugins = plugins_r.has_value();
     if (!volcano_r) {
       volcano_r = resource(store, "scheduling.volcano.sh", "v1beta1", "podgroups");
       if (volcano_r)
@@ -157,16 +132,19 @@ struct Scheduler::Impl {
       if (plugins_r)
         loop.watch(*plugins_r, "", [this](EventType t, const Value& o) { on_group(GroupKind::Plugins, t, o); });
     }
-    dirty = true;
+    if (had_volcano != volcano_r.has_value() || had_plugins != plugins_r.has_value())
+      pods.reclassify([this](const PodFacts& p) { return serves(p.scheduler); });
   }
 
   void on_group(GroupKind kind, EventType type, const Value& obj) {
     std::string key = group_key(kind, str_at(obj, "/metadata/namespace"), str_at(obj, "/metadata/name"));
-    dirty = true;
+    pods.group_changed(key);
     if (type == EventType::Deleted) {
       groups.erase(key);
+      queued_volcano.erase(key);
       return;
     }
+    changed_group_objects.insert(key);
     GroupInfo& g = groups[key];
     g.kind = kind;
     g.ns = std::string(str_at(obj, "/metadata/namespace"));
@@ -175,73 +153,74 @@ struct Scheduler::Impl {
     g.min_resources = res_of(json::find(obj, "/spec/minResources"));
     g.phase = std::string(str_at(obj, "/status/phase"));
     if (const Value* st = json::find(obj, "/status")) g.status_sig = json::canonical(*st);
+    if (kind == GroupKind::Volcano && (g.phase.empty() || g.phase == "Pending"))
+      queued_volcano.insert(key);
+    else
+      queued_volcano.erase(key);
   }
 
   void on_node(EventType type, const Value& obj) {
     std::string name(str_at(obj, "/metadata/name"));
-    dirty = true;
     if (type == EventType::Deleted) {
-      nodes.erase(name);
+      if (nodes.erase(name)) pods.capacity_changed();
       return;
     }
-    NodeInfo& n = nodes[name];
-    n.name = name;
-    n.alloc = res_of(json::find(obj, "/status/allocatable"));
+    NodeInfo seen;
+    seen.name = name;
+    seen.alloc = res_of(json::find(obj, "/status/allocatable"));
     const Value* alloc = json::find(obj, "/status/allocatable");
-    n.alloc.pods = alloc && json::find(*alloc, "/pods") ? milli(*alloc, "pods") / 1000 : 110;
+    seen.alloc.pods = alloc && json::find(*alloc, "/pods") ? milli(*alloc, "pods") / 1000 : 110;
     const Value* c = find_condition(obj, "/status/conditions", "Ready");
-    n.ready = c && str_at(*c, "/status") == "True";
-    n.unschedulable = json::get_bool(obj, "/spec/unschedulable").value_or(false);
+    seen.ready = c && str_at(*c, "/status") == "True";
+    seen.unschedulable = json::get_bool(obj, "/spec/unschedulable").value_or(false);
+    auto [it, added] = nodes.try_emplace(name, seen);
+    // Heartbeats change nothing the scheduler reads; only what a node offers retries parked pods.
+    if (added || !(it->second == seen)) {
+      it->second = std::move(seen);
+      pods.capacity_changed();
+    }
   }
 
   void on_pod(EventType type, const Value& obj) {
     std::string key = key_of(str_at(obj, "/metadata/namespace"), str_at(obj, "/metadata/name"));
     if (type == EventType::Deleted) {
-      auto it = pods.find(key);
-      if (it != pods.end()) {
-        // A bound pod going away frees capacity; an unbound one changes no one's fit.
-        if (!it->second.node.empty() || !it->second.group.empty()) dirty = true;
-        pods.erase(it);
-      }
+      pods.erase(key);
       return;
     }
-    auto [it, inserted] = pods.try_emplace(key);
-    PodInfo& p = it->second;
+    PodFacts facts;
     std::string_view uid = str_at(obj, "/metadata/uid");
-    if (inserted || p.uid != uid) {
-      p = PodInfo{};
-      p.seq = next_seq++;
-      p.ns = std::string(str_at(obj, "/metadata/namespace"));
-      p.name = std::string(str_at(obj, "/metadata/name"));
-      p.uid = std::string(uid);
-      p.scheduler = std::string(str_at(obj, "/spec/schedulerName"));
-      p.req = pod_requests(obj);
-      if (p.scheduler == "volcano") {
+    TrackedPod* known = pods.find(key);
+    if (known && known->uid == uid) {
+      facts = *known;  // what a pod's spec fixes at creation is read once
+    } else {
+      facts.ns = std::string(str_at(obj, "/metadata/namespace"));
+      facts.name = std::string(str_at(obj, "/metadata/name"));
+      facts.uid = std::string(uid);
+      facts.scheduler = std::string(str_at(obj, "/spec/schedulerName"));
+      facts.req = pod_requests(obj);
+      if (facts.scheduler == "volcano") {
         auto g = str_at(obj, "/metadata/annotations/" + json::escape_pointer_token(kVolcanoGroupAnnotation));
-        if (!g.empty()) p.group = group_key(GroupKind::Volcano, p.ns, g);
-      } else if (p.scheduler == opt.scheduler_plugins_name) {
+        if (!g.empty()) facts.group = group_key(GroupKind::Volcano, facts.ns, g);
+      } else if (facts.scheduler == opt.scheduler_plugins_name) {
         auto g = str_at(obj, "/metadata/labels/" + json::escape_pointer_token(kPluginsGroupLabel));
-        if (!g.empty()) p.group = group_key(GroupKind::Plugins, p.ns, g);
+        if (!g.empty()) facts.group = group_key(GroupKind::Plugins, facts.ns, g);
       }
+      facts.served = serves(facts.scheduler);
     }
-    std::string node(str_at(obj, "/spec/nodeName"));
-    std::string phase(str_at(obj, "/status/phase"));
-    bool deleting = json::find(obj, "/metadata/deletionTimestamp") != nullptr;
-    if (inserted || node != p.node || phase != p.phase || deleting != p.deleting) dirty = true;
-    p.node = std::move(node);
-    p.phase = std::move(phase);
-    p.deleting = deleting;
+    facts.node = std::string(str_at(obj, "/spec/nodeName"));
+    facts.phase = std::string(str_at(obj, "/status/phase"));
+    facts.deleting = json::find(obj, "/metadata/deletionTimestamp") != nullptr;
+    TrackedPod& p = pods.upsert(key, std::move(facts));
     if (const Value* c = find_condition(obj, "/status/conditions", "PodScheduled"))
       p.scheduled_cond = fmt::format("{}|{}|{}", str_at(*c, "/status"), str_at(*c, "/reason"), str_at(*c, "/message"));
   }
 
   // ---- scheduling -----------------------------------------------------------------------------
 
+  // What is bound to each node now (the accounting keeps it up to date from events).
   std::map<std::string, Res> used_by_node() const {
     std::map<std::string, Res> used;
-    for (const auto& [name, n] : nodes) used[name];
-    for (const auto& [k, p] : pods)
-      if (!p.node.empty() && !p.terminal()) used[p.node] += p.req;
+    for (const auto& [name, n] : nodes) used[name] = pods.used_on(name);
     return used;
   }
 
@@ -299,7 +278,7 @@ struct Scheduler::Impl {
     auto body = fmt::format(R"({{"spec":{{"nodeName":{}}}}})", json::dump(Value(node.c_str(), rapidjson::SizeType(node.size()))));
     auto r = store.patch(*pods_r, p.ns, p.name, PatchKind::Merge, body);
     if (!r) return;
-    p.node = node;
+    pods.bind(p, node);
     set_scheduled(p, true, "", "");
     record_event(store, r->root(), "", "Normal", "Scheduled",
                  fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, node), {p.scheduler_name(), ""});
@@ -331,20 +310,6 @@ struct Scheduler::Impl {
     if (!ok) record_event(store, written->root(), "", "Warning", "FailedScheduling", message, {p.scheduler_name(), ""});
   }
 
-  std::unordered_map<std::string, GroupStats> group_stats() const {
-    std::unordered_map<std::string, GroupStats> stats;
-    for (const auto& [k, p] : pods) {
-      if (p.group.empty() || p.deleting) continue;
-      GroupStats& s = stats[p.group];
-      ++s.total;
-      if (!p.node.empty() && p.phase != "Failed") ++s.bound;
-      if (p.phase == "Running") ++s.running;
-      if (p.phase == "Succeeded") ++s.succeeded;
-      if (p.phase == "Failed") ++s.failed;
-    }
-    return stats;
-  }
-
   bool volcano_admitted(const GroupInfo& g, const std::map<std::string, Res>& used) const {
     if (g.phase == "Inqueue" || g.phase == "Running") return true;
     Res free;
@@ -358,8 +323,7 @@ struct Scheduler::Impl {
     return m.cpu <= free.cpu && m.mem <= free.mem && m.gpu <= free.gpu;
   }
 
-  void schedule_group(const std::string& key, std::vector<PodInfo*>& members, std::map<std::string, Res>& used,
-                      const std::unordered_map<std::string, GroupStats>& stats) {
+  void schedule_group(const std::string& key, std::vector<PodInfo*>& members, std::map<std::string, Res>& used) {
     auto git = groups.find(key);
     if (git == groups.end()) {
       std::string name = key.substr(key.find('/') + 1);
@@ -375,8 +339,7 @@ struct Scheduler::Impl {
                                   g.name));
       return;
     }
-    int64_t bound = 0;
-    if (auto s = stats.find(key); s != stats.end()) bound = s->second.bound;
+    int64_t bound = pods.stats_of(key).bound;
     // All-or-nothing: place on a copy, commit only if minMember is reached.
     auto trial = used;
     std::vector<std::pair<PodInfo*, std::string>> placed;
@@ -445,43 +408,55 @@ struct Scheduler::Impl {
     }
   }
 
+  // Costs what changed since the last pass: the pods that became pending or may fit now (with the
+  // pending members of their gang groups) and the groups whose objects or member counts changed.
   void pass() {
-    if (!dirty) return;
-    dirty = false;
-    auto used = used_by_node();
-    auto stats = group_stats();
+    const bool freed = pods.take_capacity_freed();
+    std::map<std::string, Res> used;
+    bool have_used = false;
+    auto used_now = [&]() -> std::map<std::string, Res>& {
+      if (!have_used) used = used_by_node(), have_used = true;
+      return used;
+    };
+    std::unordered_set<std::string> status_due;
+    status_due.swap(changed_group_objects);
     // Volcano's enqueue step happens before allocation: admitted groups become Inqueue. It needs
     // no member pods: training-operator creates them only once its PodGroup left Pending.
-    for (auto& [key, g] : groups) {
-      if (g.kind == GroupKind::Volcano && (g.phase.empty() || g.phase == "Pending") && volcano_admitted(g, used)) {
-        g.phase = "Inqueue";
-        g.status_sig.clear();
-      }
+    std::vector<std::string> check;
+    for (const auto& key : queued_volcano)
+      if (freed || status_due.count(key)) check.push_back(key);
+    for (const auto& key : check) {
+      GroupInfo& g = groups.at(key);
+      if (!volcano_admitted(g, used_now())) continue;
+      g.phase = "Inqueue";
+      g.status_sig.clear();
+      queued_volcano.erase(key);
+      status_due.insert(key);
+      pods.group_changed(key);
     }
-    std::vector<PodInfo*> pending;
-    for (auto& [k, p] : pods)
-      if (p.node.empty() && !p.deleting && (p.phase.empty() || p.phase == "Pending") && serves(p.scheduler))
-        pending.push_back(&p);
-    std::sort(pending.begin(), pending.end(), [](const PodInfo* a, const PodInfo* b) { return a->seq < b->seq; });
+    std::vector<PodInfo*> pending = pods.take_work();
+    // Keyed by copies: binding rewrites a pod's facts.
     std::unordered_map<std::string, std::vector<PodInfo*>> members;
     for (PodInfo* p : pending)
       if (!p->group.empty()) members[p->group].push_back(p);
     std::unordered_set<std::string> done_groups;
     for (PodInfo* p : pending) {
       if (!p->group.empty()) {
-        if (done_groups.insert(p->group).second) schedule_group(p->group, members[p->group], used, stats);
+        std::string group = p->group;
+        if (done_groups.insert(group).second) schedule_group(group, members[group], used_now());
         continue;
       }
       std::map<std::string, int> reasons;
-      if (auto node = pick(*p, used, &reasons)) {
+      if (auto node = pick(*p, used_now(), &reasons)) {
         bind(*p, *node);
-        used[*node] += p->req;
+        used_now()[*node] += p->req;
       } else {
         set_scheduled(*p, false, "Unschedulable", fit_error(reasons));
       }
     }
-    stats = group_stats();
-    for (auto& [key, g] : groups) update_group_status(g, stats[key]);
+    for (auto& key : pods.take_changed_groups()) status_due.insert(std::move(key));
+    for (const auto& key : status_due)
+      if (auto g = groups.find(key); g != groups.end()) update_group_status(g->second, pods.stats_of(key));
   }
 };
 
