@@ -17,8 +17,12 @@
 // (minMember succeeded) / Failed (a pod failed and minMember can no longer run).
 //
 // Binding is a merge patch of spec.nodeName plus a PodScheduled=True status condition (the
-// in-process form of pods/binding). Scheduling passes run after each batch of watch events, so
-// pods are retried whenever a pod ends, is deleted, or nodes or groups change.
+// in-process form of pods/binding). Scheduling passes run after each batch of watch events and
+// cost what changed, not the cluster (scheduler_accounting.h): node usage and gang counts are
+// kept from events; a pass tries new pending pods and the pending members of their gang groups;
+// a pod left unbound waits (its PodScheduled=False message that of its last try) until a bound
+// pod ends or leaves, a node changes what it offers, or its group changes: as kube-scheduler's
+// unschedulable queue, nothing else could make it fit.
 #pragma once
 
 #include <memory>
