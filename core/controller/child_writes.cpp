@@ -11,12 +11,14 @@
 namespace unitrain::controller {
 
 ChildWrites::ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-                         const framework::FrameworkDescriptor& descriptor, const json::Value& job)
+                         const framework::FrameworkDescriptor& descriptor, bool delete_services_with_pods,
+                         const json::Value& job)
     : client_(client),
       expectations_(expectations),
       events_(events),
       pool_(pool),
       descriptor_(descriptor),
+      delete_services_with_pods_(delete_services_with_pods),
       job_(job),
       ns_(api::namespace_of(job)),
       name_(api::name_of(job)) {}
@@ -73,7 +75,7 @@ std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const j
       return e;
     }
     event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", pod_name));
-    if (!descriptor_.delete_services_with_pods || service_deleted(pod_name)) return std::nullopt;
+    if (!delete_services_with_pods_ || service_deleted(pod_name)) return std::nullopt;
     auto service = std::find_if(services.begin(), services.end(), [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
     if (service == services.end()) return std::nullopt;
     if (auto e = delete_object(kServices, pod_name, services_key(*pod))) {

@@ -22,7 +22,7 @@ namespace unitrain::controller {
 class ChildWrites {
  public:
   ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-              const framework::FrameworkDescriptor& descriptor, const json::Value& job);
+              const framework::FrameworkDescriptor& descriptor, bool delete_services_with_pods, const json::Value& job);
 
   // A Kubernetes event on the job.
   void event(std::string_view type, std::string_view reason, std::string message) const;
@@ -51,6 +51,7 @@ class ChildWrites {
   EventSink& events_;
   WritePool* pool_;
   const framework::FrameworkDescriptor& descriptor_;
+  bool delete_services_with_pods_;
   const json::Value& job_;
   std::string ns_, name_;
   mutable std::mutex deleted_mu_;  // deletes run on the write pool

@@ -19,6 +19,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       clock_(clock),
       events_(events),
       plugin_(std::move(plugin)),
+      behaviour_(framework::pipeline_behaviour(*plugin_)),
       options_(std::move(options)),
       expectations_(clock),
       queue_(clock) {
@@ -118,6 +119,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .children = *children_,
         .gang = options_.gang.get(),
         .owns_unset_managed_by = options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
+        .behaviour = behaviour_,
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
     };

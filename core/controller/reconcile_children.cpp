@@ -87,7 +87,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     if (!r) return fail(r.error());
   }
   const bool admitted =
-      !descriptor_.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
+      !deps_.behaviour.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
   return admitted ? GangAdmission::Admitted : GangAdmission::Held;
 }
 
@@ -188,7 +188,7 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.
-  if (descriptor_.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
+  if (deps_.behaviour.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
     pruned.push_back(kServices);
   for (const auto& resource : pruned) {
     const std::string group_resource = resource.group_resource();

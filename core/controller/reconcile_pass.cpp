@@ -38,7 +38,7 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
       key_(ns_ + "/" + name_),
       now_(now),
       writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool, descriptor_,
-              cached_->root()) {}
+              dependencies.behaviour.delete_services_with_pods, cached_->root()) {}
 
 ReconcileResult ReconcilePass::run() {
   auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
@@ -62,7 +62,7 @@ ReconcileResult ReconcilePass::run() {
   const json::Value& job_on_server = *restarts ? (*restarts)->root() : cached();
 
   RunLimitsVerdict limits;
-  if (descriptor_.enforces_run_limits) {
+  if (deps_.behaviour.enforces_run_limits) {
     const int64_t recreated = RecreatedPods::of(job_on_server).count;
     limits = check_run_limits(run_policy(), backoff_restarts(descriptor_, job_.root(), observed_.pods, recreated),
                               draft_.status().start_time, now_);
@@ -175,7 +175,7 @@ ReconcileResult ReconcilePass::clean_up_finished() {
 
   const auto& status = draft_.status();
   const auto ttl = run_policy().ttl_seconds_after_finished;
-  if (!descriptor_.ttl_deletes_job || !ttl || !status.completion_time) return result;
+  if (!deps_.behaviour.ttl_deletes_job || !ttl || !status.completion_time) return result;
   const auto expiry = *status.completion_time + std::chrono::seconds(*ttl);
   if (now_ < expiry) {
     result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
@@ -312,7 +312,7 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
 }
 
 bool ReconcilePass::failed_by_run_limits() const {
-  if (!descriptor_.enforces_run_limits) return false;
+  if (!deps_.behaviour.enforces_run_limits) return false;
   const api::JobCondition* failed = draft_.status().condition(api::condition_type::kFailed);
   if (!failed || failed->status != "True") return false;
   for (auto why : {CoreEvent::BackoffLimitExceeded, CoreEvent::DeadlineExceeded}) {

@@ -1,5 +1,7 @@
 // What a framework is, as plain data: the core reads these facts to watch, list, name and label
-// a framework's objects without knowing the framework.
+// a framework's objects without knowing the framework. Identity only: where a kind behaves
+// differently from the core's default pipeline, its plugin says so through an optional
+// capability (core/framework/plugin.h), not through a field here.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <vector>
 
 #include "core/framework/job_labels.h"
-#include "core/kube/client.h"
+#include "core/kube/resource.h"
 
 namespace unitrain::framework {
 
@@ -53,15 +55,6 @@ struct FrameworkDescriptor {
 
   // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
   std::vector<kube::GroupVersionResource> owned_resources;
-
-  // Where the two reference operators behave differently, the module says which way it goes.
-  bool ttl_deletes_job = true;           // mpi-operator v2 hands the TTL to its launcher Job
-  bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
-  bool delete_services_with_pods = true; // training-operator deletes a same-named Service per pod
-  bool enforces_run_limits = true;       // mpi-operator v2 hands backoffLimit and the deadline to its launcher Job
-  // mpi-operator validates the defaulted job (SetDefaults, then ValidateMPIJob); training-operator's
-  // webhooks validate the raw object. The admission webhook follows the module's reference.
-  bool validates_defaulted = false;
 
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }

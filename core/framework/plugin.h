@@ -7,9 +7,11 @@
 // JSON fixtures and the core alone decides when to write.
 //
 // Optional behaviour is discovered through `capabilities()` (plain pointers, no dynamic_cast),
-// the way Kueue's jobframework discovers optional interfaces of a GenericJob.
+// the way Kueue's jobframework discovers optional interfaces of a GenericJob. A module loaded at
+// run time reaches the same contract through the C ABI of core/framework/abi/unitrain_plugin.h.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,13 +107,6 @@ struct StatusProposal {
 
 // --- optional capabilities ---------------------------------------------------------------------
 
-// A launcher that must wait for its workers (MPI WaitForWorkersReady).
-class LauncherOrdering {
- public:
-  virtual ~LauncherOrdering() = default;
-  virtual bool launcher_may_start(const json::Value& job, const Observed& observed) const = 0;
-};
-
 // How the framework contributes to its PodGroup (minMember and minResources rules differ).
 class GangContribution {
  public:
@@ -119,16 +114,41 @@ class GangContribution {
   virtual int32_t min_member(const json::Value& job) const = 0;
 };
 
+// A kind that is deprecated: the warning goes back on every create, update and delete
+// admission, so the kind's validating webhook covers DELETE too.
 class DeprecationNotice {
  public:
   virtual ~DeprecationNotice() = default;
   virtual std::string warning() const = 0;
 };
 
+// Where a kind's reference operator runs jobs unlike training-operator's common job controller,
+// whose ways the core follows for a module without this capability. A module overrides only
+// the answers where it departs (mpi-operator v2 departs in all five). Asked once, when the
+// controller and the webhooks are built; the answers are constants of the kind.
+class PipelineDepartures {
+ public:
+  virtual ~PipelineDepartures() = default;
+  // The core deletes a finished job once ttlSecondsAfterFinished has passed (mpi-operator v2
+  // hands the TTL to its launcher Job).
+  virtual bool ttl_deletes_job() const { return true; }
+  // The core fails the job on backoffLimit and activeDeadlineSeconds (mpi-operator v2 hands both
+  // to its launcher Job).
+  virtual bool enforces_run_limits() const { return true; }
+  // Pods wait until Volcano admits the PodGroup (mpi-operator creates them at once).
+  virtual bool gang_holds_pod_creation() const { return true; }
+  // Deleting a slot pod deletes the Service of the same name, and Services are pruned with
+  // desired_objects() (training-operator's per-replica Services; mpi-operator's one Service is not).
+  virtual bool delete_services_with_pods() const { return true; }
+  // The validating webhook checks the defaulted object (mpi-operator: SetDefaults, then
+  // ValidateMPIJob); training-operator's webhooks check the raw one.
+  virtual bool validates_defaulted() const { return false; }
+};
+
 struct Capabilities {
-  const LauncherOrdering* launcher_ordering = nullptr;
   const GangContribution* gang = nullptr;
   const DeprecationNotice* deprecation = nullptr;
+  const PipelineDepartures* departures = nullptr;
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the
@@ -200,8 +220,8 @@ class FrameworkPlugin {
 
   // Resources whose objects owned by the job the core deletes when desired_objects() stops
   // returning them (per resource, so it also covers "none of this kind wanted any more": the
-  // PyTorch HPA of a suspended job). Services are pruned as well when the descriptor's
-  // delete_services_with_pods is set (per-replica services follow scale-down and suspension).
+  // PyTorch HPA of a suspended job). Services are pruned as well unless PipelineDepartures says
+  // delete_services_with_pods is false (per-replica services follow scale-down and suspension).
   // Default: none.
   virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
 
@@ -217,6 +237,19 @@ class FrameworkPlugin {
   }
 };
 
-using PluginFactory = std::unique_ptr<FrameworkPlugin> (*)(const PluginConfig&);
+// The answers of a plugin's PipelineDepartures, or training-operator's when it has none: what
+// the core reads.
+struct PipelineBehaviour {
+  bool ttl_deletes_job = true;
+  bool enforces_run_limits = true;
+  bool gang_holds_pod_creation = true;
+  bool delete_services_with_pods = true;
+  bool validates_defaulted = false;
+};
+PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin);
+
+// Builds a plugin with the configuration the operator's flags give. A function object: a module
+// loaded at run time keeps its shared library open through the factory and the plugins it makes.
+using PluginFactory = std::function<std::unique_ptr<FrameworkPlugin>(const PluginConfig&)>;
 
 }  // namespace unitrain::framework

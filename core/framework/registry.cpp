@@ -33,25 +33,33 @@ std::vector<std::string> own_spellings(const FrameworkDescriptor& d) {
 
 Status Registry::add(Registration registration) {
   const auto& d = registration.descriptor;
+  const std::string& origin = registration.origin;
   if (d.name.empty() || d.kind.empty() || d.group.empty() || d.version.empty() || d.plural.empty())
-    return fail(fmt::format("framework registration \"{}\": name, group, version, kind and plural are required", d.name));
-  if (!registration.factory) return fail(fmt::format("framework \"{}\": no plugin factory", d.name));
+    return fail(fmt::format("framework registration \"{}\" ({}): name, group, version, kind and plural are required",
+                            d.name, origin));
+  if (!registration.factory) return fail(fmt::format("framework \"{}\" ({}): no plugin factory", d.name, origin));
   for (const auto& spelling : own_spellings(d)) {
-    if (spelling == "*" || spelling.starts_with("-"))
-      return fail(fmt::format("framework \"{}\": \"{}\" cannot be a name", d.name, spelling));
+    if (spelling.empty() || spelling == "*" || spelling.starts_with("-"))
+      return fail(fmt::format("framework \"{}\" ({}): \"{}\" cannot be a name", d.name, origin, spelling));
     for (const auto& other : registrations_) {
       const auto taken = own_spellings(other.descriptor);
       if (std::find(taken.begin(), taken.end(), spelling) != taken.end() ||
           (spelling == lower(other.descriptor.kind) && d.kind != other.descriptor.kind))
-        return fail(fmt::format("framework \"{}\": name \"{}\" is already taken by \"{}\"", d.name, spelling,
-                                other.descriptor.name));
+        return fail(fmt::format("framework \"{}\" ({}): name \"{}\" is already taken by \"{}\" ({})", d.name, origin,
+                                spelling, other.descriptor.name, other.origin));
     }
   }
   for (const auto& other : registrations_) {
     const auto& o = other.descriptor;
     if (lower(o.group) == lower(d.group) && lower(o.kind) == lower(d.kind) && o.version == d.version)
-      return fail(fmt::format("framework \"{}\": {}/{} {} is already served by \"{}\"", d.name, d.group, d.version,
-                              d.kind, o.name));
+      return fail(fmt::format("framework \"{}\" ({}): {}/{} {} is already served by \"{}\" ({})", d.name, origin,
+                              d.group, d.version, d.kind, o.name, other.origin));
+  }
+  for (const auto& other : registrations_) {
+    const auto& o = other.descriptor;
+    if (lower(o.group) == lower(d.group) && o.plural == d.plural && o.kind != d.kind)
+      return fail(fmt::format("framework \"{}\" ({}): resource {}.{} is already the kind {} of \"{}\" ({})", d.name, origin,
+                              d.plural, d.group, o.kind, o.name, other.origin));
   }
   registrations_.push_back(std::move(registration));
   return {};

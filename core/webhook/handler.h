@@ -30,6 +30,10 @@ struct Endpoint {
   std::string name;  // "validator.pytorchjob.training-operator.kubeflow.org"
   kube::GroupVersionResource resource;
   std::vector<std::string> operations;  // CREATE, UPDATE (and DELETE for a deprecated kind's warning)
+  // Whether the configurations register it with the API server. Every endpoint is served; a
+  // defaulting webhook is registered only where it changes something: a kind several enabled
+  // modules serve (managedBy is filled in from the version written) or persisted defaults.
+  bool registered = true;
 };
 
 inline constexpr std::string_view kConvertPath = "/convert";
@@ -71,6 +75,7 @@ class Handler {
     const Endpoint* endpoint;
     const framework::FrameworkPlugin* plugin;
     std::string fill_managed_by;  // set on create when unset ("" when the kind has one module)
+    bool validates_defaulted;     // the plugin's PipelineDepartures
   };
   Reply admit(const Route& route, std::string_view body) const;
   Reply convert(std::string_view body) const;

@@ -137,7 +137,9 @@ TEST_CASE("pytorch: descriptor and options as registered") {
   CHECK(reg->options[0].default_value == "alpine:3.10");
   CHECK(reg->options[1].name == "pytorch-init-container-max-tries");
   CHECK(reg->options[1].default_value == "100");
-  CHECK_FALSE(r.add({d, nullptr, {}}));
+  fw::Registration no_factory;
+  no_factory.descriptor = d;
+  CHECK_FALSE(r.add(no_factory));
 }
 
 TEST_CASE("pytorch: defaults re-case keys, fill replicas, restart policy, ports, cleanPodPolicy and nprocPerNode") {
