@@ -74,8 +74,8 @@ template <class Plugin>
 Registration kubeflow_v1_registration(const KubeflowV1Kind& kind, std::vector<OptionSpec> options = {}) {
   Registration r;
   r.descriptor = descriptor_of(kind);
-  r.factory = [kind](const PluginConfig& config) -> std::unique_ptr<FrameworkPlugin> {
-    return std::make_unique<Plugin>(kind, config);
+  r.factory = [kind](const PluginConfig& config) -> Result<std::unique_ptr<FrameworkPlugin>> {
+    return std::unique_ptr<FrameworkPlugin>(std::make_unique<Plugin>(kind, config));
   };
   r.options = std::move(options);
   return r;

@@ -248,8 +248,9 @@ struct PipelineBehaviour {
 };
 PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin);
 
-// Builds a plugin with the configuration the operator's flags give. A function object: a module
-// loaded at run time keeps its shared library open through the factory and the plugins it makes.
-using PluginFactory = std::function<std::unique_ptr<FrameworkPlugin>(const PluginConfig&)>;
+// Builds a plugin with the configuration the operator's flags give; the error says why it
+// cannot (a module loaded at run time refusing its options). A function object: such a module
+// stays loaded through the factory and the plugins it makes.
+using PluginFactory = std::function<Result<std::unique_ptr<FrameworkPlugin>>(const PluginConfig&)>;
 
 }  // namespace unitrain::framework

@@ -165,8 +165,9 @@ Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view 
   if (!r) return fail(r.error().message);
   for (const auto& option : (*r)->options) config.options.try_emplace(option.name, option.default_value);
   auto plugin = (*r)->factory(config);
-  if (!plugin) return fail(fmt::format("framework \"{}\": its factory returned no plugin", (*r)->descriptor.name));
-  return plugin;
+  if (!plugin) return fail(fmt::format("framework \"{}\" ({}): {}", (*r)->descriptor.name, (*r)->origin, plugin.error().message));
+  if (!*plugin) return fail(fmt::format("framework \"{}\" ({}): its factory returned no plugin", (*r)->descriptor.name, (*r)->origin));
+  return std::move(*plugin);
 }
 
 Status Registry::add_conversion(ConversionRegistration registration) {

@@ -52,8 +52,8 @@ template <class Plugin>
 Registration registration_of(FrameworkDescriptor descriptor, std::vector<OptionSpec> options = {}) {
   Registration r;
   r.descriptor = descriptor;
-  r.factory = [descriptor = std::move(descriptor)](const PluginConfig& config) -> std::unique_ptr<FrameworkPlugin> {
-    return std::make_unique<Plugin>(descriptor, config);
+  r.factory = [descriptor = std::move(descriptor)](const PluginConfig& config) -> Result<std::unique_ptr<FrameworkPlugin>> {
+    return std::unique_ptr<FrameworkPlugin>(std::make_unique<Plugin>(descriptor, config));
   };
   r.options = std::move(options);
   return r;
