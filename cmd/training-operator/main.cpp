@@ -110,6 +110,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
       return 1;
     }
+    // A module that cannot be loaded or collides with another is a usage error, as a bad flag is.
+    auto modules = module_paths(argc, argv);
+    if (!modules) {
+      std::fprintf(stderr, "training-operator: %s\n", modules.error().message.c_str());
+      return 2;
+    }
+    if (auto s = load_modules(*modules, registry); !s) {
+      std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
+      return 2;
+    }
     auto flags = parse_flags(argc, argv, registry);
     if (!flags) return flags.error();
     return run(*flags, registry);

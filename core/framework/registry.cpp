@@ -202,4 +202,14 @@ bool Registry::owns_unset_managed_by(std::string_view name, const std::vector<st
   return d.kind_alias_default;
 }
 
+Result<Registration> module_registration(RegisterFunction register_module, const std::vector<std::string_view>& crds) {
+  Registry registry;
+  if (auto s = register_module(registry); !s) return fail(fmt::format("registering the framework failed: {}", s.error().message));
+  if (registry.all().size() != 1)
+    return fail(fmt::format("a module serves exactly one framework; its register function added {}", registry.all().size()));
+  Registration r = registry.all().front();
+  for (auto crd : crds) r.crds.emplace_back(crd);
+  return r;
+}
+
 }  // namespace unitrain::framework

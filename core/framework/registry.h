@@ -59,6 +59,16 @@ Registration registration_of(FrameworkDescriptor descriptor, std::vector<OptionS
   return r;
 }
 
+// A module's register function (`register_pytorch`): adds its one framework to a registry.
+class Registry;
+using RegisterFunction = Status (*)(Registry&);
+
+// The registration `register_module` adds to a registry of its own, with `crds` (CRD YAML texts,
+// the module's own CRD first) appended: how a module's generated code (the built-in list and a
+// shared module's entry point, frameworks/CMakeLists.txt) turns its register function into a
+// framework. Fails when registering fails or adds other than exactly one framework.
+Result<Registration> module_registration(RegisterFunction register_module, const std::vector<std::string_view>& crds);
+
 // Converts one object of a kind several API versions serve (a CRD with conversion strategy
 // Webhook) to `to_api_version` ("group/version"). Pure; the error says why it cannot.
 using ConvertFunction = Result<json::Document> (*)(const json::Value& object, std::string_view to_api_version);

@@ -280,18 +280,13 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
   });
 }
 
-void build(ExportedModule& m, RegisterFunction register_module, std::vector<std::string_view> crds) {
-  Registry registry;
-  if (auto s = register_module(registry); !s) {
-    m.failure = fmt::format("registering the framework failed: {}", s.error().message);
+void build(ExportedModule& m, RegisterFunction register_module, const std::vector<std::string_view>& crds) {
+  auto registration = module_registration(register_module, crds);
+  if (!registration) {
+    m.failure = registration.error().message;
     return;
   }
-  if (registry.all().size() != 1) {
-    m.failure = fmt::format("a module serves exactly one framework; its register function added {}", registry.all().size());
-    return;
-  }
-  m.registration = registry.all().front();
-  for (auto crd : crds) m.registration.crds.emplace_back(crd);
+  m.registration = std::move(*registration);
   m.description = wire::registration_json(m.registration).dump();
 }
 
@@ -314,7 +309,7 @@ const unitrain_module_table* export_module(RegisterFunction register_module, std
                              host->struct_size >= offsetof(unitrain_host_table, log) + sizeof(host->log);
     m.host = host_usable ? host : nullptr;
     try {
-      build(m, register_module, std::move(crds));
+      build(m, register_module, crds);
     } catch (const std::exception& e) {
       m.failure = fmt::format("registering the framework threw: {}", e.what());
     }

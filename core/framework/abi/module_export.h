@@ -22,8 +22,6 @@
 
 namespace unitrain::framework::abi {
 
-using RegisterFunction = Status (*)(Registry&);
-
 // The module table of the one framework `register_module` adds to a registry of its own, with
 // `crds` (CRD YAML texts) appended to its registration. Built on the first call and kept while
 // the library is loaded; later calls return the same table. When the registration fails (or adds

@@ -27,7 +27,7 @@ for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads 
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
 done
 check_bad --enable-scheme --enable-scheme nosuchjob
-check_bad --enable-scheme --enable-scheme=-tfjob,-pytorchjob,-mxjob,-xgboostjob,-paddlejob,-mpijob-v1,-mpijob-v2
+check_bad --enable-scheme '--enable-scheme=-*'
 check_bad --gang-scheduler-name --gang-scheduler-name 'Not a scheduler!'
 check_bad --namespace --namespace Bad_Namespace
 check_bad --namespace --namespace ok --namespace 'also bad'
