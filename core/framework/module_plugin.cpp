@@ -11,6 +11,9 @@ FrameworkDescriptor descriptor_of(const KubeflowV1Kind& kind) {
   FrameworkDescriptor d = kubeflow_v1_descriptor(kind.kind, kind.replica_specs_field, kind.replica_types, kind.container,
                                                  kind.port_name, kind.port, kind.framework);
   d.owned_resources = kind.owned_resources;
+  d.name = kind.group + "/" + d.singular;
+  d.group = kind.group;
+  d.version = kind.version;
   return d;
 }
 

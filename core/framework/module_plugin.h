@@ -44,6 +44,10 @@ struct KubeflowV1Kind {
   std::string restart_policy;              // a replica's default restartPolicy: "Never"
   std::string framework;                   // metrics label and --enable-scheme alias: "jax"
   std::vector<kube::GroupVersionResource> owned_resources = {};  // beyond pods and Services
+  // A kind of the same shape in another API group (a module written outside this repository):
+  // its name becomes "<group>/<kind lower>". managedBy stays training-operator's.
+  std::string group = "kubeflow.org";
+  std::string version = "v1";
 };
 
 // kubeflow_v1_descriptor over the kind's constants.
