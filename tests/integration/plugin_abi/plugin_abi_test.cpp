@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "cmd/training-operator/frameworks.h"
+#include "cmd/unitrain-conformance/conformance.h"
 #include "core/controller/pod_builder.h"
 #include "core/framework/abi/plugin_host.h"
 #include "core/framework/abi/wire.h"
@@ -70,26 +71,11 @@ framework::PluginConfig config_with(std::string gang) {
   return c;
 }
 
-// A pod of `slot` as the core would have created it, in `phase` (the default container
-// terminated with `exit_code` when the phase is final).
 Document observed_pod(const FrameworkPlugin& plugin, const json::Value& job, const framework::PodSlot& slot,
                       std::string_view phase, int exit_code) {
-  auto built = controller::build_pod(plugin.descriptor(), job, slot.replica_type, slot.index);
-  REQUIRE(built);
-  Document pod = std::move(built->pod);
-  REQUIRE(plugin.decorate_pod(job, slot, pod));
-  Document status = Document::parse(fmt::format(
-                                        R"({{"phase": "{}", "containerStatuses": [{{"name": "{}", "state": {}}}]}})", phase,
-                                        plugin.descriptor().default_container,
-                                        phase == "Running"     ? R"({"running": {"startedAt": "2026-01-01T00:00:00Z"}})"
-                                        : phase == "Pending"   ? R"({"waiting": {"reason": "ContainerCreating"}})"
-                                                               : fmt::format(R"({{"terminated": {{"exitCode": {}, "finishedAt": "2026-01-01T00:01:00Z"}}}})",
-                                                                             exit_code)))
-                        .value();
-  auto& a = pod.alloc();
-  pod.root().RemoveMember("status");
-  pod.root().AddMember("status", json::Value(status.root(), a), a);
-  return pod;
+  auto pod = conformance::observed_pod(plugin, job, slot, phase, exit_code);
+  REQUIRE(pod);
+  return std::move(*pod);
 }
 
 std::string status_text(const FrameworkPlugin& p, const json::Value& job, const framework::Observed& o) {
