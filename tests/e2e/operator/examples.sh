@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Every YAML in examples/ is accepted by build/bin/localcluster once manifests/crds and the CRDs
-# module folders carry are installed (schema validation of the CRDs included). The loop picks up
-# examples added later on its own.
+# Every YAML in examples/ is accepted by build/bin/localcluster once manifests/crds is installed
+# (schema validation of the CRDs included). The loop picks up examples added later on its own.
 set -u
 source "$(dirname "$0")/lib.sh"
 lc=$1 src=$2
@@ -14,12 +13,6 @@ for _ in $(seq 100); do grep -q '^ready ' "$work/out" && break; sleep 0.1; done
 grep -q '^ready ' "$work/out" || { echo "FAIL: localcluster did not start"; cat "$work/log"; exit 1; }
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
 k apply --server-side -k "$src/manifests/crds" >/dev/null || { echo "FAIL: installing manifests/crds"; exit 1; }
-# CRDs a module keeps in its own folder (compiled into it) and manifests/crds does not list.
-while IFS= read -r crd; do
-  name=$(awk '/^  name: /{print $2; exit}' "$crd")
-  k get crd "$name" >/dev/null 2>&1 && continue
-  k apply --server-side -f "$crd" >/dev/null || { echo "FAIL: installing $crd"; exit 1; }
-done < <(find "$src/frameworks" -name '*.yaml' | sort)
 fails=0 n=0
 check() {  # file
   local out="" objs=""
