@@ -207,4 +207,13 @@ void set_crd_status(json::Document& crd, const CrdDefinition& def, const std::st
   (void)json::set(crd, "/status", std::move(status));
 }
 
+std::optional<json::Document> find_crd_object(const Store& store, const ResourceInfo& r) {
+  if (r.group.find('.') == std::string::npos) return std::nullopt;  // built-in groups have no dot
+  auto crd_info = store.find_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  if (!crd_info) return std::nullopt;
+  auto crd = store.get(*crd_info, "", r.resource + "." + r.group);
+  if (!crd) return std::nullopt;
+  return std::move(*crd);
+}
+
 }  // namespace unitrain::localcluster

@@ -51,6 +51,9 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const json::Value& crd)
 // status.storedVersions, keeping lastTransitionTime of conditions whose status did not change.
 void set_crd_status(json::Document& crd, const CrdDefinition& def, const std::string& now);
 
+// The CustomResourceDefinition object that defines `r`, when `r` is a custom resource.
+std::optional<json::Document> find_crd_object(const Store& store, const ResourceInfo& r);
+
 // A JSON Pointer from a CRD's `.spec.replicas`-style path.
 std::string crd_path_to_pointer(std::string_view path);
 

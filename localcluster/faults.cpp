@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/json/json.h"
-#include "localcluster/memory_store.h"
+#include "localcluster/api_errors.h"
 
 namespace unitrain::localcluster {
 namespace {

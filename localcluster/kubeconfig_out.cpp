@@ -5,21 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "core/base/base64.h"
 #include "core/json/json.h"
 
 namespace unitrain::localcluster {
 namespace {
-
-std::string base64(std::string_view in) {
-  std::vector<unsigned char> out(4 * ((in.size() + 2) / 3) + 1);
-  int n = EVP_EncodeBlock(out.data(), reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  return std::string(reinterpret_cast<const char*>(out.data()), static_cast<size_t>(n));
-}
 
 // JSON strings are valid YAML flow scalars, so quoting through the JSON writer is always safe.
 std::string yaml_quoted(std::string_view s) {
@@ -34,7 +27,7 @@ std::string render_kubeconfig(const KubeconfigSpec& spec) {
   std::string n = yaml_quoted(spec.name);
   std::string out = "apiVersion: v1\nkind: Config\nclusters:\n- name: " + n + "\n  cluster:\n    server: " +
                     yaml_quoted(spec.server) + "\n";
-  if (spec.ca_pem) out += "    certificate-authority-data: " + base64(*spec.ca_pem) + "\n";
+  if (spec.ca_pem) out += "    certificate-authority-data: " + base64_encode(*spec.ca_pem) + "\n";
   out += "users:\n- name: " + n + "\n  user:";
   if (spec.token) {
     out += "\n    token: " + yaml_quoted(*spec.token) + "\n";

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "localcluster/kubeconfig_out.h"
+#include "localcluster/memory_store.h"
 #include "localcluster/server.h"
 #include "localcluster/tls.h"
 

@@ -16,7 +16,7 @@
 #include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
-#include "localcluster/webhooks.h"
+#include "localcluster/webhook_client.h"
 
 namespace unitrain::localcluster {
 

@@ -17,7 +17,7 @@
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
 #include "localcluster/tls.h"
-#include "localcluster/webhooks.h"
+#include "localcluster/webhook_client.h"
 
 namespace unitrain::localcluster {
 

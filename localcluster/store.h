@@ -1,11 +1,11 @@
-// The local cluster's object store: every API semantic that does not depend on HTTP lives here
+// The local cluster's object store interface: every API semantic that does not depend on HTTP
 // (resourceVersion, optimistic concurrency, generateName, selectors, paging, watch windows,
 // patches, status subresources, generation, finalizers and graceful deletion, CRD-defined
-// resources). The HTTP layer (server.h) only routes, decodes and encodes; controllers in-process
-// (garbage collector, Job controller, scheduler, kubelet) use the Store directly.
+// resources). The HTTP layer only routes, decodes and encodes; controllers in-process (garbage
+// collector, Job controller, scheduler, kubelet) use a Store directly. The implementation is
+// make_memory_store (memory_store.h).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,43 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/base/result.h"
 #include "core/json/json.h"
+#include "localcluster/api_errors.h"
+#include "localcluster/resource_info.h"
 
 namespace unitrain::localcluster {
-
-// What discovery publishes about one resource, and what the store needs to serve it.
-struct ResourceInfo {
-  std::string group;        // "" for core
-  std::string version;      // "v1"
-  std::string resource;     // plural: "pods"
-  std::string singular;     // "pod"
-  std::string kind;         // "Pod"
-  std::string list_kind;    // "PodList"
-  bool namespaced = true;
-  bool has_status = false;  // status subresource
-  bool has_scale = false;   // scale subresource (CRDs)
-  std::vector<std::string> short_names;
-  std::vector<std::string> categories;
-  std::vector<std::string> verbs;  // create delete deletecollection get list patch update watch
-  // Custom resources: the version objects are stored at, and whether other versions are
-  // converted by the CRD's conversion webhook (strategy Webhook) rather than by relabelling.
-  std::string storage_version;
-  bool conversion_webhook = false;
-  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-};
-
-// A failure as the API server reports it; becomes a metav1.Status body.
-struct StatusError {
-  int code = 500;
-  std::string reason;   // "NotFound", "AlreadyExists", "Conflict", "Invalid", "Gone", ...
-  std::string message;  // exactly as kube-apiserver words it
-  json::Document details;  // metav1.StatusDetails (name, group, kind, causes), or null
-  json::Document to_status() const;  // the full metav1.Status object
-};
-
-template <class T>
-using StoreResult = Result<T, StatusError>;
 
 struct ListRequest {
   std::string label_selector;
@@ -78,6 +46,10 @@ struct DeleteRequest {
 };
 
 enum class PatchKind { Merge, JSON, Strategic, Apply };
+
+// How often a read-modify-write done outside the store (a patch that webhooks or a conversion
+// see first) is redone when another write came in between, as kube-apiserver's GuaranteedUpdate.
+inline constexpr int kPatchConflictRetries = 5;
 
 // A watch event, serialized once and shared by every watcher that receives it.
 struct WatchEvent {
@@ -144,22 +116,5 @@ class Store {
   // The newest resourceVersion handed out (decimal string).
   virtual std::string resource_version() const { return "0"; }
 };
-
-struct StoreOptions {
-  // With a directory, every acknowledged write is in an append-only log there before the call
-  // returns, and a new store over the same directory starts from it.
-  std::optional<std::string> state_dir;
-  // Events kept per resource for watches that resume from an older resourceVersion; older ones
-  // get 410 Gone.
-  size_t watch_window = 10000;
-  // Events a single watcher may have queued and not drained; past it the store ends that watch
-  // (the client re-watches from its last resourceVersion, as with kube-apiserver).
-  size_t watcher_queue_limit = 100000;
-  // The log is compacted into a snapshot once it grows past this size.
-  uint64_t compact_log_bytes = 64ull << 20;
-};
-
-// The in-memory (optionally persisted) store with the built-in resources and CRD serving.
-Result<std::unique_ptr<Store>> make_memory_store(const StoreOptions& options);
 
 }  // namespace unitrain::localcluster

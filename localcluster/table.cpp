@@ -4,11 +4,13 @@
 #include <cctype>
 #include <charconv>
 #include <functional>
-#include <ctime>
 #include <map>
 #include <variant>
 
 #include <fmt/format.h>
+
+#include "core/api/time.h"
+#include "localcluster/content_negotiation.h"
 
 namespace unitrain::localcluster {
 namespace {
@@ -24,7 +26,7 @@ int64_t iget(const Value& root, std::string_view ptr) { return json::get_int(roo
 std::string or_none(std::string_view s) { return s.empty() ? "<none>" : std::string(s); }
 
 std::string age_of(const Value& obj, std::string_view ptr, Clock::time_point now) {
-  auto t = parse_rfc3339(sget(obj, ptr));
+  auto t = api::parse_time(sget(obj, ptr));
   if (!t) return "<unknown>";
   return human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
 }
@@ -165,8 +167,8 @@ std::vector<Cell> job_row(const Value& j, Clock::time_point now) {
     completions = par > 1 ? fmt::format("{}/1 of {}", succeeded, par) : fmt::format("{}/1", succeeded);
   }
   std::string duration;
-  if (auto start = parse_rfc3339(sget(j, "/status/startTime"))) {
-    auto end = parse_rfc3339(sget(j, "/status/completionTime")).value_or(now);
+  if (auto start = api::parse_time(sget(j, "/status/startTime"))) {
+    auto end = api::parse_time(sget(j, "/status/completionTime")).value_or(now);
     duration = human_duration(std::chrono::duration_cast<std::chrono::seconds>(end - *start));
   }
   std::string names, images;
@@ -196,7 +198,7 @@ std::vector<Cell> event_row(const Value& e, Clock::time_point now) {
   if (last.empty()) last = sget(e, "/eventTime");
   if (last.empty()) last = sget(e, "/metadata/creationTimestamp");
   std::string last_seen = "<unknown>";
-  if (auto t = parse_rfc3339(last)) {
+  if (auto t = api::parse_time(last)) {
     last_seen = human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
   }
   std::string kind(sget(e, "/involvedObject/kind"));
@@ -204,7 +206,7 @@ std::vector<Cell> event_row(const Value& e, Clock::time_point now) {
   std::string source(sget(e, "/source/component"));
   if (source.empty()) source = std::string(sget(e, "/reportingComponent"));
   std::string first_seen = "<unknown>";
-  if (auto t = parse_rfc3339(sget(e, "/firstTimestamp"))) {
+  if (auto t = api::parse_time(sget(e, "/firstTimestamp"))) {
     first_seen = human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
   }
   return {last_seen,
@@ -315,7 +317,7 @@ Printer crd_printer(const std::vector<PrinterColumn>& columns) {
                      if (v == nullptr || v->IsNull()) {
                        cells.emplace_back(std::monostate{});
                      } else if (c.type == "date" && v->IsString()) {
-                       auto t = parse_rfc3339(sv(v));
+                       auto t = api::parse_time(sv(v));
                        cells.emplace_back(t ? human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t))
                                             : std::string(sv(v)));
                      } else {
@@ -335,49 +337,10 @@ Value cell_value(const Cell& c, json::Allocator& a) {
 
 Value row_object(const Value& obj, IncludeObject include, json::Allocator& a) {
   if (include == IncludeObject::Object) return json::clone(obj, a);
-  Value p(rapidjson::kObjectType);
-  p.AddMember("kind", "PartialObjectMetadata", a);
-  p.AddMember("apiVersion", "meta.k8s.io/v1", a);
-  if (auto* m = json::find(obj, "/metadata")) p.AddMember("metadata", json::clone(*m, a), a);
-  return p;
+  return partial_object_metadata(obj, a);
 }
 
 }  // namespace
-
-std::optional<Clock::time_point> parse_rfc3339(std::string_view s) {
-  if (s.size() < 20) return std::nullopt;
-  std::tm tm{};
-  auto num = [&](size_t pos, size_t len, int& out) {
-    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
-    return ec == std::errc() && p == s.data() + pos + len;
-  };
-  int y, mo, d, h, mi, se;
-  if (!num(0, 4, y) || s[4] != '-' || !num(5, 2, mo) || s[7] != '-' || !num(8, 2, d) || (s[10] != 'T' && s[10] != 't') ||
-      !num(11, 2, h) || s[13] != ':' || !num(14, 2, mi) || s[16] != ':' || !num(17, 2, se)) {
-    return std::nullopt;
-  }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = se;
-  time_t t = timegm(&tm);
-  // Fractional seconds and numeric offsets: skip the fraction, apply the offset.
-  size_t i = 19;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  }
-  if (i < s.size() && (s[i] == '+' || s[i] == '-') && s.size() >= i + 6) {
-    int oh = 0, om = 0;
-    if (num(i + 1, 2, oh) && num(i + 4, 2, om)) {
-      long off = oh * 3600L + om * 60L;
-      t -= s[i] == '+' ? off : -off;
-    }
-  }
-  return Clock::from_time_t(t);
-}
 
 std::string human_duration(std::chrono::seconds d) {
   long long seconds = d.count();

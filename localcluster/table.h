@@ -40,7 +40,5 @@ const json::Value* eval_simple_jsonpath(const json::Value& root, std::string_vie
 
 // kube's HumanDuration ("42s", "5m3s", "3h", "12d", "2y30d").
 std::string human_duration(std::chrono::seconds d);
-// Seconds since the epoch from an RFC 3339 timestamp ("2024-05-01T10:00:00Z").
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s);
 
 }  // namespace unitrain::localcluster

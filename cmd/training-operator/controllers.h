@@ -2,6 +2,9 @@
 // whole configuration the flags give it (options, gang scheduler, cluster domain), and runs in
 // its JobController, with an event recorder of its own. The webhook server borrows the same
 // plugin objects (plugins()), so admission and reconciliation can never see two configurations.
+// Each controller's API calls are reported to the FaultLog under its controller name (its
+// /readyz line names why its caches do not sync), and the FaultLog learns which CRDs the enabled
+// frameworks and the gang scheduler need and how to install them.
 #pragma once
 
 #include <memory>
@@ -16,8 +19,13 @@
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
 #include "core/kube/event_recorder.h"
+#include "core/kube/fault_log.h"
 
 namespace unitrain::operator_cmd {
+
+// The file in manifests/crds that holds a framework's CRD: "<group>_<plural>.yaml", or for one
+// version of a kind several modules serve, "<group>_<plural>_<version>.yaml".
+std::string crd_file_name(const framework::FrameworkDescriptor& d, std::string_view version);
 
 class Controllers {
  public:
@@ -25,16 +33,17 @@ class Controllers {
     std::string name;                           // canonical, "kubeflow.org/pytorchjob"
     std::string controller_name;                // "pytorchjob-controller"
     const framework::FrameworkPlugin* plugin;   // owned by `controller`
+    std::unique_ptr<kube::Client> client;       // the shared client, reporting as this controller
     std::unique_ptr<kube::EventRecorder> recorder;
     std::unique_ptr<controller::EventSink> events;  // `recorder` as the controller's sink
     std::unique_ptr<controller::JobController> controller;
   };
 
-  // One Framework per enabled name (flags.enabled), in that order. `identity` names this replica
-  // in the events it records.
+  // One Framework per enabled name (flags.enabled), in that order. Events are written through
+  // `events_client` (its own rate limit).
   static Result<std::unique_ptr<Controllers>> create(const framework::Registry& registry, const Flags& flags,
-                                                     kube::Client& client, kube::Clock& clock,
-                                                     const std::string& identity);
+                                                     kube::Client& client, kube::Client& events_client,
+                                                     kube::Clock& clock, kube::FaultLog& faults);
 
   std::vector<Framework>& all() { return frameworks_; }
   // The plugins for the webhook server: valid as long as this object lives.

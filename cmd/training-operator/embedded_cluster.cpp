@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cmd/training-operator/controllers.h"
 #include "core/json/json.h"
 #include "core/webhook/certs.h"
 #include "localcluster/controllers/controllers.h"
@@ -178,8 +179,8 @@ Status install_crds(kube::Client& client, const std::string& dir,
   }
   for (const auto& [crd_name, regs] : crds) {
     const auto& d = regs.front()->descriptor;
-    auto path = fs::path(dir) / fmt::format("{}_{}.yaml", d.group, d.plural);
-    if (auto versioned = fs::path(dir) / fmt::format("{}_{}_{}.yaml", d.group, d.plural, d.version);
+    auto path = fs::path(dir) / crd_file_name(d, "");
+    if (auto versioned = fs::path(dir) / crd_file_name(d, d.version);
         regs.size() == 1 && fs::exists(versioned))
       path = versioned;
     std::ifstream in(path);

@@ -159,11 +159,32 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--kube-api-burst", f.kube_api_burst, "Client-side burst towards the API server")
       ->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--zap-log-level", f.zap_log_level,
-                 "Log level: debug, info, warn, error, dpanic, panic, fatal, or an integer verbosity > 0")
-      ->capture_default_str()->check(CLI::Validator(check_zap_level, "LEVEL", "zap level"));
-  app.add_option("--log-format", f.log_format, "Log format: json or text")
-      ->capture_default_str()->check(CLI::IsMember({"json", "text"}));
+  app.add_option("--events-qps", f.events_qps,
+                 "Client-side QPS limit of event writes, a budget of their own beside --kube-api-qps")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--events-burst", f.events_burst, "Client-side burst of event writes")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  std::string zap_level, log_format, zap_encoder, zap_stacktrace, zap_time;
+  bool zap_devel = false;
+  auto* level_opt = app.add_option("--zap-log-level", zap_level,
+                                   "Log level: debug, info, warn, error, dpanic, panic, fatal, or an integer "
+                                   "verbosity > 0 (default: info; debug with --zap-devel)")
+                        ->check(CLI::Validator(check_zap_level, "LEVEL", "zap level"));
+  auto* devel_opt = app.add_flag("--zap-devel", zap_devel,
+                                 "Development mode defaults (encoder console, level debug, stacktraces from warn); "
+                                 "--zap-devel=false: production defaults (json, info, stacktraces from error)");
+  auto* format_opt = app.add_option("--log-format", log_format, "Log format: json or text (the --zap-encoder setting)")
+                         ->check(CLI::IsMember({"json", "text"}));
+  auto* encoder_opt = app.add_option("--zap-encoder", zap_encoder, "Zap log encoding: json or console")
+                          ->check(CLI::Validator(check_zap_encoder, "ENCODER", "zap encoder"));
+  auto* stack_opt = app.add_option("--zap-stacktrace-level", zap_stacktrace,
+                                   "Level at and above which records carry a stacktrace: info, error or panic "
+                                   "(default: panic; warn with --zap-devel, error with --zap-devel=false)")
+                        ->check(CLI::Validator(check_stacktrace_level, "LEVEL", "stacktrace level"));
+  auto* time_opt = app.add_option("--zap-time-encoding", zap_time,
+                                  "Time encoding: epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano (default: "
+                                  "rfc3339, UTC)")
+                       ->check(CLI::Validator(check_time_encoding, "ENCODING", "time encoding"));
   app.add_option("--mpi-default-version", f.mpi_default_version,
                  "MPIJob version the bare kind 'MPIJob' means in --enable-scheme, and, with both MPIJob "
                  "versions enabled, the one whose controller takes jobs without spec.runPolicy.managedBy: "
@@ -223,6 +244,16 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
     return fail(kUsageError);
   }
   f.embedded = embedded->count() > 0;
+  auto given = [](CLI::Option* o, const std::string& v) { return o->count() > 0 ? std::optional<std::string>(v) : std::nullopt; };
+  f.log_flags.level = given(level_opt, zap_level);
+  f.log_flags.log_format = given(format_opt, log_format);
+  f.log_flags.encoder = given(encoder_opt, zap_encoder);
+  f.log_flags.stacktrace = given(stack_opt, zap_stacktrace);
+  f.log_flags.time_encoding = given(time_opt, zap_time);
+  if (devel_opt->count() > 0) f.log_flags.devel = zap_devel;
+  auto logging = resolve_log_options(f.log_flags);
+  if (!logging) return fail(usage_error(logging.error().message));
+  f.logging = std::move(*logging);
   f.webhook_port_given = webhook_port->count() > 0;
   if (auto why = check_election_timing(f); !why.empty()) return fail(usage_error(why));
   auto enabled = resolve_enabled(f, registry);
@@ -243,9 +274,9 @@ void log_configuration(const Flags& f) {
   spdlog::info("watching {}", f.namespaces.empty() ? std::string("all namespaces")
                                                    : fmt::format("namespace(s) {}", fmt::join(f.namespaces, ", ")));
   spdlog::debug("controller-threads={} leader-elect={} leader-election-id={} kube-api-qps={} kube-api-burst={} "
-                "gang-scheduler-name=\"{}\" mpi-default-version={}",
+                "events-qps={} events-burst={} gang-scheduler-name=\"{}\" mpi-default-version={}",
                 f.controller_threads, f.leader_elect, f.leader_election_id, f.kube_api_qps, f.kube_api_burst,
-                f.gang_scheduler_name, f.mpi_default_version);
+                f.events_qps, f.events_burst, f.gang_scheduler_name, f.mpi_default_version);
 }
 
 framework::EnablementOptions enablement_options(const Flags& f) {

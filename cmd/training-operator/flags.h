@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cmd/training-operator/logging.h"
 #include "cmd/training-operator/webhooks.h"
 #include "core/base/result.h"
 #include "core/controller/job_controller.h"
@@ -40,8 +41,13 @@ struct Flags {
   std::string kubeconfig;
   double kube_api_qps = 20;
   int kube_api_burst = 30;
-  std::string zap_log_level = "info";
-  std::string log_format = "text";
+  // Events have a client (and so a token bucket) of their own.
+  double events_qps = 20;
+  int events_burst = 30;
+  // --zap-log-level, --zap-devel, --zap-encoder (--log-format), --zap-stacktrace-level,
+  // --zap-time-encoding: what was given, and what it resolves to.
+  LogFlags log_flags;
+  LogOptions logging;
   std::string mpi_default_version = "v2beta1";
   bool embedded = false;         // --embedded-cluster given
   std::string embedded_cluster;  // its ADDR ("" picks a free local port)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/result.h"
@@ -23,5 +24,8 @@ Result<std::vector<std::string>> module_paths(int argc, const char* const* argv)
 // Loads each module and adds its framework to `registry`. The error names the file and the cause
 // (it cannot be loaded, it was built for another plugin ABI, its kind or names collide).
 Status load_modules(const std::vector<std::string>& paths, framework::Registry& registry);
+
+// The module that stands in for mpi-operator: its jobs are what mpi_operator_* metrics count.
+inline constexpr std::string_view kMpiOperatorFramework = "kubeflow.org/mpijob@v2beta1";
 
 }  // namespace unitrain::operator_cmd

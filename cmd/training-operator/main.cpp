@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cmd/training-operator/clients.h"
@@ -20,6 +22,7 @@
 #include "cmd/training-operator/process.h"
 #include "cmd/training-operator/webhooks.h"
 #include "core/kube/clock.h"
+#include "core/kube/fault_log.h"
 #include "core/manager/lease_election.h"
 #include "core/manager/manager.h"
 
@@ -36,7 +39,7 @@ int failed(const std::string& message) {
 
 int run(const Flags& f, const framework::Registry& registry) {
   StopSignals signals;  // before any thread starts: they all inherit the blocked signals
-  setup_logging(f.log_format, f.zap_log_level);
+  setup_logging(f.logging);
   log_configuration(f);
   manager::Manager mgr(manager_options(f));
 
@@ -48,26 +51,51 @@ int run(const Flags& f, const framework::Registry& registry) {
   }
   auto rest = cluster ? cluster->rest_config() : kube::load_default_config(f.kubeconfig, "");
   if (!rest) return failed((cluster ? "--embedded-cluster: " : "--kubeconfig: ") + rest.error().message);
-  auto clients = ApiClients::create(rest_options(f, *rest), mgr.stopping());
-  if (!clients) return failed(clients.error().message);
   kube::RealClock clock;
   const std::string identity = replica_identity();
-  auto controllers = Controllers::create(registry, f, (*clients)->main(), clock, identity);
+  // Every failed API call is said once per cause, with the cause; /readyz names it too.
+  kube::FaultLog faults(clock, {rest->server_url(), kube::describe_credentials(*rest)});
+  OperatorMetrics metrics({.lease_name = f.leader_elect ? std::optional<std::string>(f.leader_election_id) : std::nullopt,
+                           .leading = [&mgr] { return mgr.leading(); },
+                           .api_host = fmt::format("{}:{}", rest->host, rest->port)});
+  auto clients = ApiClients::create({.rest = rest_options(f, *rest),
+                                     .events_qps = f.events_qps,
+                                     .events_burst = f.events_burst,
+                                     .stopping = mgr.stopping(),
+                                     .on_attempt = [&metrics, &faults](const kube::AttemptReport& a) {
+                                       metrics.observe_attempt(a);
+                                       if (!a.transport_error) faults.connection_ok();
+                                       else if (a.transport_error->kind != kube::http::TransportError::Kind::Cancelled)
+                                         faults.connection_failed(a.transport_error->message);
+                                     }});
+  if (!clients) return failed(clients.error().message);
+  kube::ReportingClient operator_client((*clients)->main(), faults, "operator");
+  kube::ReportingClient election_client((*clients)->election(), faults, "leader-election");
+  auto controllers = Controllers::create(registry, f, (*clients)->main(), (*clients)->events(), clock, faults);
   if (!controllers) return failed(controllers.error().message);
-  OperatorMetrics metrics((*clients)->counted(), f.leader_election_id, [&mgr] { return mgr.leading(); });
-  for (auto& fw : (*controllers)->all()) metrics.add_controller(*fw.controller);
+  for (auto& fw : (*controllers)->all()) {
+    metrics.add_controller(*fw.controller, *fw.recorder);
+    if (fw.name == kMpiOperatorFramework) metrics.add_mpi_operator(*fw.controller);
+  }
   Endpoints endpoints({{"--health-probe-bind-address", f.health_probe_bind_address},
                        {"--metrics-bind-address", f.metrics_bind_address}},
                       mgr, metrics);
   std::unique_ptr<OperatorWebhooks> webhooks;
-  if (f.enable_webhooks)
-    webhooks = std::make_unique<OperatorWebhooks>((*clients)->main(), (*controllers)->plugins(), registry,
-                                                  webhook_options(f, cluster != nullptr));
+  if (f.enable_webhooks) {
+    auto options = webhook_options(f, cluster != nullptr);
+    options.request_started = [&metrics](std::string_view path) { metrics.webhook_request_started(path); };
+    options.request_finished = [&metrics](std::string_view path, int status, std::chrono::steady_clock::duration took) {
+      metrics.webhook_request_finished(path, status, took);
+    };
+    webhooks = std::make_unique<OperatorWebhooks>(operator_client, (*controllers)->plugins(), registry, std::move(options));
+    metrics.add_webhook_paths(webhooks->paths());
+    metrics.set_webhook_certificate([&w = *webhooks] { return w.certificate_not_after(); });
+  }
   std::unique_ptr<manager::LeaseElection> election;
   if (f.leader_elect) {
     auto config = election_options(f, rest->namespace_, identity);
     spdlog::info("campaigning for lease {}/{} as {}", config.lease_namespace, config.lease_name, identity);
-    auto created = manager::LeaseElection::create(mgr, (*clients)->election(), clock, std::move(config));
+    auto created = manager::LeaseElection::create(mgr, election_client, clock, std::move(config));
     if (!created) return failed("--leader-elect: " + created.error().message);
     election = std::move(*created);
   }
@@ -77,18 +105,25 @@ int run(const Flags& f, const framework::Registry& registry) {
   mgr.add("probe and metrics endpoints", endpoints);
   if (webhooks) {
     mgr.add("webhook server", *webhooks);
-    mgr.add_ready_check("webhook-certificates", [&w = *webhooks] {
-      return w.certificates_ready() ? Status{} : fail("certificates are not ready");
+    mgr.add_ready_check("webhook-certificates", [&w = *webhooks]() -> Status {
+      if (w.certificates_ready()) return {};
+      const std::string why = w.last_failure();
+      return fail(why.empty() ? std::string("certificates are not ready") : "certificates are not ready: " + why);
     });
   }
-  if (cluster) mgr.add("embedded cluster setup", cluster->setup((*clients)->main(), registry, f, webhooks.get()));
+  if (cluster) mgr.add("embedded cluster setup", cluster->setup(operator_client, registry, f, webhooks.get()));
   for (auto& fw : (*controllers)->all()) {
     auto& c = *fw.controller;
     auto& r = *fw.recorder;
     mgr.add(fw.controller_name + " events", manager::runnable([&r] { r.start(); }, [&r] { r.stop(); }));
     // Caches fill on every replica, so a follower is ready, and takes over, with synced caches.
     mgr.add(fw.controller_name + " caches", manager::runnable([&c] { c.start_caches(); }, [&c] { c.stop(); }));
-    mgr.add_ready_check(fw.name, [&c] { return c.wait_for_sync({}) ? Status{} : fail("caches not synced"); });
+    mgr.add_ready_check(fw.name, [&c, &faults, source = fw.controller_name]() -> Status {
+      if (c.wait_for_sync({})) return Status{};
+      const auto causes = faults.causes(source);
+      return causes.empty() ? fail("caches not synced")
+                            : fail(fmt::format("caches not synced: {}", fmt::join(causes, "; ")));
+    });
   }
   if (election) mgr.add("leader election", *election);
   // The leader only. JobController::stop() drains the queue, then stops the caches too.

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/log/throttle.h"
+
 namespace unitrain::operator_cmd {
 
 OperatorWebhooks::OperatorWebhooks(kube::Client& client, std::vector<const framework::FrameworkPlugin*> plugins,
@@ -27,9 +29,12 @@ Status OperatorWebhooks::start(std::stop_token) {
                               created.error().to_string()));
   }
   const webhook::Handler* handler = &handler_;
-  auto server = HttpServer::start_tls(options_.host, options_.port, [handler](const HttpRequest& r) -> HttpReply {
+  auto server = HttpServer::start_tls(options_.host, options_.port, [handler, this](const HttpRequest& r) -> HttpReply {
     if (r.method != "POST") return HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};
+    const auto started = std::chrono::steady_clock::now();
+    if (options_.request_started) options_.request_started(r.path);
     auto reply = handler->handle(r.path, r.body);
+    if (options_.request_finished) options_.request_finished(r.path, reply.status, std::chrono::steady_clock::now() - started);
     return HttpReply{reply.status, reply.content_type, std::move(reply.body)};
   });
   if (!server) return fail(fmt::format("--webhook-server-port: {}", server.error().message));
@@ -61,15 +66,43 @@ std::string OperatorWebhooks::ca_cert() const {
   return current_.ca_cert;
 }
 
+std::string OperatorWebhooks::last_failure() const {
+  std::lock_guard lock(mu_);
+  return last_failure_;
+}
+
+std::optional<webhook::SystemTime> OperatorWebhooks::certificate_not_after() const {
+  std::lock_guard lock(mu_);
+  if (current_.cert.empty()) return std::nullopt;
+  auto end = webhook::not_after(current_.cert);
+  return end ? std::optional<webhook::SystemTime>(*end) : std::nullopt;
+}
+
+std::vector<std::string> OperatorWebhooks::paths() const {
+  std::vector<std::string> out;
+  for (const auto& e : handler_.endpoints()) out.push_back(e.path);
+  if (!handler_.conversion_crds().empty()) out.push_back(std::string(webhook::kConvertPath));
+  return out;
+}
+
 void OperatorWebhooks::keep_certificates() {
   // Check often enough that a rotation lands well inside the lookahead window.
   const auto interval = std::clamp<std::chrono::seconds>(options_.certs.lookahead / 4, std::chrono::seconds(1),
                                                          std::chrono::hours(12));
+  // A failure retried every few seconds is said once per cause and interval.
+  log::Throttle failures(std::chrono::seconds(30));
+  auto say = [this, &failures](const std::string& what) {
+    {
+      std::lock_guard lock(mu_);
+      last_failure_ = what;
+    }
+    if (auto report = failures.occur(what, std::chrono::steady_clock::now())) spdlog::error("{}{}", what, report->suffix());
+  };
   for (;;) {
     auto bundle = certs_->ensure(std::chrono::system_clock::now());
     std::chrono::seconds wait = interval;
     if (!bundle) {
-      spdlog::error("webhook certificates: {}", bundle.error().message);
+      say("webhook certificates: " + bundle.error().message);
       wait = std::chrono::seconds(2);
     } else {
       std::string previous_ca;
@@ -82,12 +115,12 @@ void OperatorWebhooks::keep_certificates() {
       // While the served certificate changes, the API server trusts both CAs, so no call fails
       // between the caBundle update and the swap; the next check drops the old CA.
       if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
-        spdlog::error("webhook caBundle: {}", s.error().message);
+        say("webhook caBundle: " + s.error().message);
         wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
       }
       if (changed) {
         if (auto s = server_->set_certificate(bundle->cert, bundle->key); !s) {
-          spdlog::error("webhook certificates: {}", s.error().message);
+          say("webhook certificates: " + s.error().message);
           wait = std::chrono::seconds(2);
         } else {
           auto end = webhook::not_after(bundle->cert);
@@ -97,6 +130,7 @@ void OperatorWebhooks::keep_certificates() {
                            : std::string("?"));
           std::lock_guard lock(mu_);
           current_ = *bundle;
+          last_failure_.clear();
           ready_ = true;
         }
         cv_.notify_all();

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -30,6 +32,9 @@ struct WebhookOptions {
   webhook::HandlerOptions handler;
   // Create the Secret's namespace when missing (an embedded cluster starts without it).
   bool create_secret_namespace = false;
+  // Told about every request, on the server's thread (controller_runtime_webhook_* metrics).
+  std::function<void(std::string_view path)> request_started;
+  std::function<void(std::string_view path, int status, std::chrono::steady_clock::duration took)> request_finished;
 };
 
 class OperatorWebhooks final : public manager::Runnable {
@@ -48,12 +53,18 @@ class OperatorWebhooks final : public manager::Runnable {
   void stop() override;
 
   bool certificates_ready() const { return ready_.load(); }
+  // Why the certificates could not be obtained or installed the last time ("" after a success).
+  std::string last_failure() const;
   // Waits for the first certificates; fails after `timeout` or when `stopping` is requested.
   Status wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const;
   uint16_t port() const { return server_ ? server_->port() : 0; }
   const webhook::Handler& handler() const { return handler_; }
   // The CA the served certificate chains to (PEM); empty before certificates_ready().
   std::string ca_cert() const;
+  // When the served certificate expires; nullopt before certificates_ready().
+  std::optional<webhook::SystemTime> certificate_not_after() const;
+  // Every path the server answers reviews on (the admission webhooks' and /convert).
+  std::vector<std::string> paths() const;
 
  private:
   void keep_certificates();
@@ -68,6 +79,7 @@ class OperatorWebhooks final : public manager::Runnable {
   mutable std::condition_variable_any cv_;
   bool stopping_ = false;
   webhook::CertBundle current_;
+  std::string last_failure_;
   std::thread thread_;
 };
 

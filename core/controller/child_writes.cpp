@@ -11,20 +11,30 @@
 namespace unitrain::controller {
 
 ChildWrites::ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-                         const framework::FrameworkDescriptor& descriptor, bool delete_services_with_pods,
-                         const json::Value& job)
+                         const framework::FrameworkPlugin& plugin, bool delete_services_with_pods,
+                         const json::Value& job, PassLog& log)
     : client_(client),
       expectations_(expectations),
       events_(events),
       pool_(pool),
-      descriptor_(descriptor),
+      plugin_(plugin),
+      descriptor_(plugin.descriptor()),
       delete_services_with_pods_(delete_services_with_pods),
+      log_(log),
       job_(job),
       ns_(api::namespace_of(job)),
       name_(api::name_of(job)) {}
 
 void ChildWrites::event(std::string_view type, std::string_view reason, std::string message) const {
   events_.event(job_, type, reason, std::move(message));
+}
+
+void ChildWrites::event(const framework::CoreWording& wording) const {
+  if (!wording.event_type.empty()) events_.event(job_, wording.event_type, wording.reason, wording.message);
+}
+
+void ChildWrites::child_event(framework::ChildEvent e, const framework::ChildSubject& subject) const {
+  event(plugin_.child_event(e, job_, subject));
 }
 
 std::string ChildWrites::replica_type_of(const json::Value& child) const {
@@ -49,8 +59,12 @@ std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersio
   if (!r) {
     // Gone already (NotFound) or not deleted: either way no watch event will lower it.
     if (!expectation_key.empty()) expectations_.deletion_observed(expectation_key);
-    if (!r.error().is(kube::ApiError::Reason::NotFound)) return r.error();
+    if (!r.error().is(kube::ApiError::Reason::NotFound)) {
+      log_.notef("failed to delete " + resource.resource, "{}: {}", name, r.error().message);
+      return r.error();
+    }
   }
+  log_.note("deleted " + resource.resource, std::string(name));
   if (resource == kServices) {
     std::lock_guard lock(deleted_mu_);
     deleted_services_.emplace(name);
@@ -69,20 +83,21 @@ std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const j
   for (const auto* pod : pods)
     if (!terminating(*pod)) victims.push_back(pod);
   return run_bounded(pool_, victims, [&](const json::Value* pod) -> std::optional<kube::ApiError> {
+    using framework::ChildEvent;
     const std::string pod_name(api::name_of(*pod));
     if (auto e = delete_object(kPods, pod_name, pods_key(*pod))) {
-      event("Warning", "FailedDeletePod", fmt::format("Error deleting: {}", e->message));
+      child_event(ChildEvent::DeleteFailed, {"Pod", pod_name, {}, e->message});
       return e;
     }
-    event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", pod_name));
+    child_event(ChildEvent::Deleted, {"Pod", pod_name});
     if (!delete_services_with_pods_ || service_deleted(pod_name)) return std::nullopt;
     auto service = std::find_if(services.begin(), services.end(), [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
     if (service == services.end()) return std::nullopt;
     if (auto e = delete_object(kServices, pod_name, services_key(*pod))) {
-      event("Warning", "FailedDeleteService", fmt::format("Error deleting: {}", e->message));
+      child_event(ChildEvent::DeleteFailed, {"Service", pod_name, {}, e->message});
       return e;
     }
-    event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", pod_name));
+    child_event(ChildEvent::Deleted, {"Service", pod_name});
     return std::nullopt;
   });
 }

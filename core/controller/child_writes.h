@@ -1,7 +1,8 @@
 // Deletes of one job's children during one reconcile pass, the way every step needs them: a pod
 // or replica Service delete raises its expectation first (and lowers it again when no watch event
-// will come), records the event training-operator records, and runs in parallel on the
-// controller's write pool where there is more than one.
+// will come), records the event the framework's reference operator records, and runs in
+// parallel on the controller's write pool where there is more than one. Also the pass's one way
+// to record an event and a decision.
 #pragma once
 
 #include <mutex>
@@ -13,8 +14,10 @@
 
 #include "core/controller/expectations.h"
 #include "core/controller/job_controller.h"
+#include "core/controller/pass_log.h"
 #include "core/controller/write_pool.h"
 #include "core/framework/descriptor.h"
+#include "core/framework/plugin.h"
 #include "core/kube/client.h"
 
 namespace unitrain::controller {
@@ -22,10 +25,16 @@ namespace unitrain::controller {
 class ChildWrites {
  public:
   ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-              const framework::FrameworkDescriptor& descriptor, bool delete_services_with_pods, const json::Value& job);
+              const framework::FrameworkPlugin& plugin, bool delete_services_with_pods, const json::Value& job,
+              PassLog& log);
 
   // A Kubernetes event on the job.
   void event(std::string_view type, std::string_view reason, std::string message) const;
+  // The event a wording carries, if it carries one (an empty event_type records nothing).
+  void event(const framework::CoreWording& wording) const;
+  // The event the framework records for what the pass did to a child, if any.
+  void child_event(framework::ChildEvent e, const framework::ChildSubject& subject) const;
+  PassLog& log() const { return log_; }
 
   // DELETE with background propagation; NotFound counts as done. `expectation_key` (may be
   // empty) is the pods or services key the informer's delete event lowers.
@@ -50,8 +59,10 @@ class ChildWrites {
   Expectations& expectations_;
   EventSink& events_;
   WritePool* pool_;
+  const framework::FrameworkPlugin& plugin_;
   const framework::FrameworkDescriptor& descriptor_;
   bool delete_services_with_pods_;
+  PassLog& log_;
   const json::Value& job_;
   std::string ns_, name_;
   mutable std::mutex deleted_mu_;  // deletes run on the write pool

@@ -1,9 +1,9 @@
 #include "core/controller/job_controller.h"
 
 #include <algorithm>
+#include <random>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "core/api/meta.h"
 #include "core/controller/child_caches.h"
@@ -22,7 +22,8 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       behaviour_(framework::pipeline_behaviour(*plugin_)),
       options_(std::move(options)),
       expectations_(clock),
-      queue_(clock) {
+      queue_(clock),
+      log_(log::Fields{{log::key::kController, descriptor().controller_name}, {log::key::kFramework, descriptor().name}}) {
   kube::InformerOptions job_options;
   job_options.resource = descriptor().resource();
   job_options.namespaces = options_.namespaces;
@@ -107,10 +108,61 @@ JobController::ReconcileStats JobController::reconcile_stats() const {
   return stats_;
 }
 
+namespace {
+// A random UUID (version 4) naming one reconcile pass in its log lines, as controller-runtime's
+// reconcileID does.
+std::string reconcile_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t hi = (rng() & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;
+  const uint64_t lo = (rng() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
+                     lo & 0xffffffffffffULL);
+}
+}  // namespace
+
+bool manages_job(const framework::FrameworkDescriptor& descriptor, bool owns_unset_managed_by, const json::Value& job) {
+  if (auto managed = json::get_string(job, "/spec/runPolicy/managedBy")) {
+    return std::find(descriptor.managed_by.begin(), descriptor.managed_by.end(), *managed) != descriptor.managed_by.end();
+  }
+  return owns_unset_managed_by;
+}
+
+bool JobController::manages(const json::Value& job) const {
+  return manages_job(descriptor(), options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by), job);
+}
+
+std::vector<kube::ObjectPtr> JobController::managed_jobs() const {
+  std::vector<kube::ObjectPtr> out;
+  for (auto& job : jobs_->cache().list())
+    if (manages(job->root())) out.push_back(std::move(job));
+  return out;
+}
+
+void JobController::log_reconcile_error(const std::string& key, const kube::ApiError& error) {
+  const log::Fields job{{log::key::kJob, key}};
+  if (log::enabled(log::Level::debug))
+    log_.log(log::Level::debug, fmt::format("reconcile failed, retrying with backoff: {}", error.to_string()), job);
+  // A conflict is the next pass's business, not a fault.
+  if (error.is(kube::ApiError::Reason::Conflict)) return;
+  auto report = error_log_.occur(fmt::format("{}:{}", static_cast<int>(error.reason), error.code), clock_.steady_now());
+  if (!report) return;
+  log_.log(log::Level::warn,
+           fmt::format("reconcile of {} {} failed, retrying with backoff: {}{}", descriptor().kind, key,
+                       error.to_string(),
+                       report->repeats > 0 ? fmt::format(" ({} more jobs failed with the same reason in the last {}s)",
+                                                         report->repeats,
+                                                         std::chrono::duration_cast<std::chrono::seconds>(report->since).count())
+                                           : std::string()),
+           job);
+}
+
 ReconcileResult JobController::reconcile(const std::string& key) {
   const auto started = clock_.steady_now();
   ReconcileResult result;
+  PassLog pass_log(log::enabled(log::Level::debug));
+  std::string resource_version;
   if (kube::ObjectPtr cached = jobs_->cache().get(key)) {
+    resource_version = std::string(api::resource_version_of(cached->root()));
     const PassDependencies dependencies{
         .client = client_,
         .expectations = expectations_,
@@ -123,9 +175,22 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
     };
-    result = ReconcilePass(dependencies, std::move(cached), clock_.now()).run();
+    result = ReconcilePass(dependencies, std::move(cached), clock_.now(), pass_log).run();
   } else {
     expectations_.forget_prefix(key + "/");
+    pass_log.note("forgot", "the job is gone");
+  }
+  if (pass_log.enabled()) {
+    std::string summary = pass_log.summary();
+    if (result.requeue_after)
+      summary += fmt::format("{}requeued in {}s", summary.empty() ? "" : "; ",
+                             std::chrono::duration_cast<std::chrono::seconds>(*result.requeue_after).count());
+    if (result.error) summary += fmt::format("{}error: {}", summary.empty() ? "" : "; ", result.error->to_string());
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - started);
+    log_.log(log::Level::debug,
+             fmt::format("reconciled {} {} in {} ms: {}", descriptor().kind, key, took.count(),
+                         summary.empty() ? "nothing to do" : summary),
+             {{log::key::kJob, key}, {log::key::kReconcileID, reconcile_id()}, {log::key::kResourceVersion, resource_version}});
   }
   std::lock_guard lock(stats_mu_);
   ++stats_.total;
@@ -142,14 +207,16 @@ void JobController::worker_loop() {
     if (!workers_started_) return;
   while (auto key = queue_.get()) {
     ReconcileResult r;
+    ++active_workers_;
     try {
       r = reconcile(*key);
     } catch (const std::exception& e) {  // thread boundary: a bug in one job must not stop the worker
       r.error = internal_error(fmt::format("reconcile {}: {}", *key, e.what()));
     }
+    --active_workers_;
     if (r.error) {
       // controller-runtime's "Reconciler error": the job is retried with backoff.
-      spdlog::warn("{} {}: {} (retrying with backoff)", descriptor().kind, *key, r.error->to_string());
+      log_reconcile_error(*key, *r.error);
       queue_.add_rate_limited(*key);
     } else {
       queue_.forget(*key);

@@ -24,6 +24,8 @@
 #include "core/kube/clock.h"
 #include "core/kube/informer.h"
 #include "core/kube/workqueue.h"
+#include "core/log/log.h"
+#include "core/log/throttle.h"
 
 namespace unitrain::controller {
 
@@ -50,6 +52,10 @@ struct JobControllerOptions {
   // the operator names (framework::Registry::owns_unset_managed_by) takes jobs without managedBy.
   std::optional<bool> owns_unset_managed_by;
 };
+
+// Whether a controller of `descriptor` takes `job`: its spec.runPolicy.managedBy names the
+// module, or is unset and the controller takes such jobs.
+bool manages_job(const framework::FrameworkDescriptor& descriptor, bool owns_unset_managed_by, const json::Value& job);
 
 class WritePool;
 class ChildCaches;
@@ -81,6 +87,13 @@ class JobController {
   ReconcileResult reconcile(const std::string& key);
 
   std::map<std::string, JobCounters> counters() const;  // by namespace
+  // The cached jobs this controller manages (spec.runPolicy.managedBy names it, or is unset and
+  // it takes such jobs).
+  std::vector<kube::ObjectPtr> managed_jobs() const;
+  bool manages(const json::Value& job) const;
+  // Workers inside a reconcile now, and how many there are.
+  int active_workers() const { return active_workers_.load(); }
+  int max_concurrent_reconciles() const { return std::max(1, options_.workers); }
   kube::WorkQueueMetrics queue_metrics() const { return queue_.metrics(); }
   struct ReconcileStats {
     uint64_t total = 0, errors = 0, requeue_after = 0;
@@ -95,6 +108,9 @@ class JobController {
   kube::EventHandlers child_handlers(ChildKind kind);
   void worker_loop();
   void count(const std::string& ns, uint64_t JobCounters::*counter);
+  // The reconcile error of `key`, once per cause and interval (the API faults behind most are
+  // logged by the client's FaultLog with their cause already).
+  void log_reconcile_error(const std::string& key, const kube::ApiError& error);
 
   kube::Client& client_;
   kube::Clock& clock_;
@@ -111,6 +127,9 @@ class JobController {
   // all workers, so max_parallel_writes bounds writes in flight per controller.
   std::unique_ptr<WritePool> write_pool_;
   std::vector<std::thread> workers_;
+  std::atomic<int> active_workers_{0};
+  log::Logger log_;  // controller, framework
+  log::Throttle error_log_{std::chrono::seconds(30)};
   std::atomic<bool> caches_started_{false};
   std::atomic<bool> workers_started_{false};
   mutable std::mutex stats_mu_;

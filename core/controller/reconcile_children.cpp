@@ -77,7 +77,14 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
     auto r = deps_.client.create(backend->resource(), ns_, desired.root());
-    if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) return fail(r.error());
+    if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
+      writes_.child_event(framework::ChildEvent::CreateFailed, {"PodGroup", name_, {}, r.error().message});
+      return fail(r.error());
+    }
+    if (r) {
+      log_.note("created podgroups", name_);
+      writes_.child_event(framework::ChildEvent::Created, {"PodGroup", name_});
+    }
   } else if (backend->spec_differs(existing->root(), desired.root())) {
     json::Document updated = *existing;
     auto& a = updated.alloc();
@@ -85,6 +92,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
     auto r = deps_.client.update(backend->resource(), ns_, updated.root());
     if (!r) return fail(r.error());
+    log_.note("updated podgroups", name_);
   }
   const bool admitted =
       !deps_.behaviour.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
@@ -93,11 +101,12 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
 
 std::optional<ApiError> ReconcilePass::delete_pod_group() {
   if (!deps_.gang || !deps_.children.pod_group(ns_, name_)) return std::nullopt;
+  writes_.child_event(framework::ChildEvent::PodGroupDeleting, {"PodGroup", name_});
   if (auto e = writes_.delete_object(deps_.gang->resource(), name_, "")) {
-    writes_.event("Warning", "FailedDeletePodGroup", fmt::format("Error deleting: {}", e->message));
+    writes_.child_event(framework::ChildEvent::DeleteFailed, {"PodGroup", name_, {}, e->message});
     return e;
   }
-  writes_.event("Normal", "SuccessfulDeletePodGroup", fmt::format("Deleted PodGroup: {}", name_));
+  writes_.child_event(framework::ChildEvent::Deleted, {"PodGroup", name_});
   return std::nullopt;
 }
 
@@ -141,12 +150,14 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
       return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
     }
+    const std::string kind(api::kind_of(want.object.root()));
     if (!r) {
-      if (want.resource == kServices)
-        writes_.event("Warning", "FailedCreateService", fmt::format("Error creating: {}", r.error().message));
+      log_.notef("failed to create " + want.resource.resource, "{}: {}", obj_name, r.error().message);
+      writes_.child_event(framework::ChildEvent::CreateFailed, {kind, obj_name, {}, r.error().message});
       return r.error();
     }
-    if (want.resource == kServices) writes_.event("Normal", "SuccessfulCreateService", fmt::format("Created service: {}", obj_name));
+    log_.note("created " + want.resource.resource, obj_name);
+    writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
     return std::nullopt;
   }
   if (!api::is_controlled_by(existing->root(), uid_)) {
@@ -179,6 +190,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   }
   auto r = deps_.client.update(want.resource, ns_, updated.root());
   if (!r) return r.error();
+  log_.note("updated " + want.resource.resource, obj_name);
   return std::nullopt;
 }
 
@@ -201,8 +213,12 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
       if (wanted[group_resource].count(obj_name) || terminating(*obj)) continue;
       if (resource == kServices && writes_.service_deleted(obj_name)) continue;
       const std::string expectation = resource == kServices ? writes_.services_key(*obj) : "";
-      if (auto e = writes_.delete_object(resource, obj_name, expectation)) return e;
-      if (resource == kServices) writes_.event("Normal", "SuccessfulDeleteService", fmt::format("Deleted service: {}", obj_name));
+      const std::string kind = resource == kServices ? "Service" : std::string(api::kind_of(*obj));
+      if (auto e = writes_.delete_object(resource, obj_name, expectation)) {
+        writes_.child_event(framework::ChildEvent::DeleteFailed, {kind, obj_name, {}, e->message});
+        return e;
+      }
+      writes_.child_event(framework::ChildEvent::Deleted, {kind, obj_name});
     }
   }
   return std::nullopt;
@@ -213,16 +229,23 @@ std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framewo
 std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
   // Restarts: the re-creation count is already on the job (record_restarts).
   for (const auto* failed : plan.with_outcome(FailedSlotPod::Outcome::Restart)) {
-    if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) return e;
+    if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) {
+      writes_.child_event(framework::ChildEvent::DeleteFailed, {"Pod", api::name_of(*failed->pod), failed->replica_type, e->message});
+      return e;
+    }
+    writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*failed->pod), failed->replica_type});
     auto wording = words(CoreEvent::ReplicaRestarting, failed->replica_type);
-    writes_.event("Warning", wording.reason, wording.message);
+    writes_.event(wording);
     if (!draft_.status().has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
     draft_.set_condition(api::condition_type::kRestarting, wording, now_);
   }
   // Scale-down: the spec the user wrote no longer names these pods.
   for (const auto* pod : plan.surplus) {
-    if (auto e = writes_.delete_object(kPods, api::name_of(*pod), writes_.pods_key(*pod))) return e;
-    writes_.event("Normal", "SuccessfulDeletePod", fmt::format("Deleted pod: {}", api::name_of(*pod)));
+    if (auto e = writes_.delete_object(kPods, api::name_of(*pod), writes_.pods_key(*pod))) {
+      writes_.child_event(framework::ChildEvent::DeleteFailed, {"Pod", api::name_of(*pod), {}, e->message});
+      return e;
+    }
+    writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod)});
   }
   std::vector<framework::PodSlot> missing = plan.missing;
   return run_bounded(deps_.write_pool, missing, [&](const framework::PodSlot& slot) { return create_slot_pod(slot); });
@@ -234,25 +257,25 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   if (!slot.name.empty()) (void)json::set_string(built->pod, "/metadata/name", slot.name);
   const std::string pod_name(api::name_of(built->pod.root()));
   if (built->template_restart_policy_overridden)
-    writes_.event("Warning", "SetPodTemplateRestartPolicy",
-                  "Restart policy in pod template will be overwritten by restart policy in replica spec");
+    writes_.child_event(framework::ChildEvent::TemplateRestartPolicy, {"Pod", pod_name, slot.replica_type});
   if (auto st = deps_.plugin.decorate_pod(job_.root(), slot, built->pod); !st) return internal_error(st.error().message);
   if (deps_.gang) {
     auto decoration = deps_.gang->decorate_pod(built->pod, name_, lower(slot.replica_type), {});
     if (decoration.template_scheduler_differs)
-      writes_.event("Warning", "SetPodTemplateSchedulerName",
-                    "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten");
+      writes_.child_event(framework::ChildEvent::TemplateSchedulerName, {"Pod", pod_name, slot.replica_type});
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
   auto r = deps_.client.create(kPods, ns_, built->pod.root());
   if (r) {
-    writes_.event("Normal", "SuccessfulCreatePod", fmt::format("Created pod: {}", pod_name));
+    log_.note("created pods", pod_name);
+    writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});
     return std::nullopt;
   }
   deps_.expectations.creation_observed(expectation);
   if (!r.error().is(ApiError::Reason::AlreadyExists)) {
-    writes_.event("Warning", "FailedCreatePod", fmt::format("Error creating: {}", r.error().message));
+    log_.notef("failed to create pods", "{}: {}", pod_name, r.error().message);
+    writes_.child_event(framework::ChildEvent::CreateFailed, {"Pod", pod_name, slot.replica_type, r.error().message});
     return r.error();
   }
   // The pod cache holds only the job's pods: a pod of that name is ours, created by a pass the

@@ -8,7 +8,9 @@
 
 #include "core/api/field_errors.h"
 #include "core/api/meta.h"
+#include "core/controller/abnormal_pods.h"
 #include "core/controller/pod_builder.h"
+#include "core/controller/restart_policy.h"
 
 namespace unitrain::controller {
 
@@ -27,7 +29,8 @@ api::RunPolicy run_policy_of(const json::Value& job) {
 
 }  // namespace
 
-ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now)
+ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now,
+                             PassLog& log)
     : deps_(dependencies),
       descriptor_(dependencies.plugin.descriptor()),
       cached_(std::move(cached)),
@@ -37,15 +40,31 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
       uid_(api::uid_of(cached_->root())),
       key_(ns_ + "/" + name_),
       now_(now),
-      writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool, descriptor_,
-              dependencies.behaviour.delete_services_with_pods, cached_->root()) {}
+      log_(log),
+      writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool,
+              dependencies.plugin, dependencies.behaviour.delete_services_with_pods, cached_->root(), log) {}
 
 ReconcileResult ReconcilePass::run() {
   auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
-  if (!managed_here() || terminating(cached()) || !own_last_write_seen()) return {};
+  if (!managed_here()) {
+    log_.note("skipped", fmt::format("spec.runPolicy.managedBy is {}",
+                                     json::get_string(cached(), "/spec/runPolicy/managedBy").value_or("unset")));
+    return {};
+  }
+  if (terminating(cached())) {
+    log_.note("skipped", "the job is being deleted");
+    return {};
+  }
+  if (!own_last_write_seen()) {
+    log_.note("waiting for", fmt::format("the cache to show this controller's last write to the job (it shows "
+                                         "resourceVersion {})",
+                                         api::resource_version_of(cached())));
+    return {};
+  }
   if (auto e = load()) return failed_with(*e);
   record_created();
   if (auto validation = deps_.plugin.validate(nullptr, job_.root()); !validation.ok()) {
+    log_.note("invalid", api::aggregate(validation.errors));
     if (auto e = fail_invalid_spec(validation)) return failed_with(*e);
     return {};
   }
@@ -55,6 +74,8 @@ ReconcileResult ReconcilePass::run() {
   if (draft_.status().is_finished()) return finish();
   if (run_policy().suspend.value_or(false)) return suspend();
   resume();
+  for (const auto& trouble : abnormal_pods(observed_.pods))
+    writes_.child_event(framework::ChildEvent::AbnormalPod, {"Pod", trouble.pod, {}, trouble.message, trouble.reason});
 
   const SlotPlan plan = plan_slot_pods();
   auto restarts = record_restarts(plan);
@@ -75,6 +96,7 @@ ReconcileResult ReconcilePass::run() {
   auto admission = sync_pod_group();
   if (!admission) return failed_with(admission.error());
   if (*admission == GangAdmission::Held) {
+    log_.note("waiting for", "the PodGroup to be admitted before creating pods");
     draft_.status().last_reconcile_time = now_;
     if (auto e = write_status(job_on_server)) return failed_with(*e);
     return {std::nullopt, limits.deadline_in};
@@ -90,10 +112,7 @@ ReconcileResult ReconcilePass::run() {
 
 bool ReconcilePass::managed_here() const {
   // managedBy: another controller's job gets no writes at all.
-  if (auto managed = json::get_string(cached(), "/spec/runPolicy/managedBy")) {
-    return std::find(descriptor_.managed_by.begin(), descriptor_.managed_by.end(), *managed) != descriptor_.managed_by.end();
-  }
-  return deps_.owns_unset_managed_by;
+  return manages_job(descriptor_, deps_.owns_unset_managed_by, cached());
 }
 
 bool ReconcilePass::own_last_write_seen() {
@@ -107,9 +126,13 @@ bool ReconcilePass::expectations_satisfied() const {
   // Act only once the cache has seen our own creates and deletes.
   for (const auto& type : descriptor_.replica_types) {
     const std::string rt = lower(type);
-    if (!deps_.expectations.satisfied(Expectations::pods_key(ns_, name_, rt)) ||
-        !deps_.expectations.satisfied(Expectations::services_key(ns_, name_, rt)))
+    for (const std::string& key : {Expectations::pods_key(ns_, name_, rt), Expectations::services_key(ns_, name_, rt)}) {
+      if (deps_.expectations.satisfied(key)) continue;
+      const auto pending = deps_.expectations.pending(key);
+      log_.notef("waiting for", "expectation {} ({} creations, {} deletions not yet seen)", key, pending.adds,
+                 pending.deletes);
       return false;
+    }
   }
   return true;
 }
@@ -131,7 +154,7 @@ void ReconcilePass::record_created() {
   if (draft_.status().has_condition(api::condition_type::kCreated) || !draft_.status().conditions.empty()) return;
   auto wording = words(CoreEvent::Created);
   draft_.set_condition(api::condition_type::kCreated, wording, now_);
-  announce_when_written("Normal", wording.reason, wording.message);
+  announce_when_written(wording);
   count_when_written(&JobCounters::created);
 }
 
@@ -140,7 +163,7 @@ std::optional<ApiError> ReconcilePass::fail_invalid_spec(const framework::Valida
   wording.message = api::invalid_message(descriptor_.group, descriptor_.kind, name_, validation.errors);
   if (!draft_.status().is_failed()) {
     draft_.set_condition(api::condition_type::kFailed, wording, now_);
-    announce_when_written("Warning", wording.reason, wording.message);
+    announce_when_written(wording);
     count_when_written(&JobCounters::failed);
   }
   return write_status(cached());
@@ -185,10 +208,11 @@ ReconcileResult ReconcilePass::clean_up_finished() {
   if (!r) {
     // NotFound: a pass that ran before the cache saw our own delete; counted once already.
     if (r.error().is(ApiError::Reason::NotFound)) return result;
-    writes_.event("Warning", "FailedDeleteJob", fmt::format("Error deleting: {}", r.error().message));
+    writes_.child_event(framework::ChildEvent::JobDeleteFailed, {descriptor_.kind, name_, {}, r.error().message});
     return {r.error(), std::nullopt};
   }
-  writes_.event("Normal", "SuccessfulDeleteJob", fmt::format("Deleted job: {}", name_));
+  log_.note("deleted the job", "its ttlSecondsAfterFinished passed");
+  writes_.child_event(framework::ChildEvent::JobDeleted, {descriptor_.kind, name_});
   deps_.count(ns_, &JobCounters::deleted);
   return result;
 }
@@ -201,7 +225,7 @@ ReconcileResult ReconcilePass::suspend() {
   if (!status.is_suspended()) {
     auto wording = words(CoreEvent::Suspended);
     draft_.set_condition(api::condition_type::kSuspended, wording, now_);
-    announce_when_written("Normal", wording.reason, wording.message);
+    announce_when_written(wording);
   }
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
   if (auto e = writes_.delete_pods(observed_.pods, observed_.services)) return {std::move(*e), std::nullopt};
@@ -215,7 +239,7 @@ void ReconcilePass::resume() {
   if (status.is_suspended()) {
     auto wording = words(CoreEvent::Resumed);
     draft_.set_condition(api::condition_type::kSuspended, wording, now_, "False");
-    announce_when_written("Normal", wording.reason, wording.message);
+    announce_when_written(wording);
     status.start_time = now_;
   }
   if (!status.start_time) status.start_time = now_;
@@ -223,10 +247,12 @@ void ReconcilePass::resume() {
 
 SlotPlan ReconcilePass::plan_slot_pods() const {
   SlotPlan plan = plan_slots(descriptor_, job_.root(), deps_.plugin.pod_slots(job_.root()), observed_.pods);
-  for (const auto& failed : plan.failed) {
-    if (failed.exit_code)
-      writes_.event("Normal", "ExitedWithCode",
-                    fmt::format("Pod: {}.{} exited with code {}", ns_, api::name_of(*failed.pod), *failed.exit_code));
+  // Every pass, for every pod whose default container has terminated (training-operator's
+  // ReconcilePods); a running pod's earlier terminations (lastState) are not announced.
+  for (const auto* pod : observed_.pods) {
+    if (auto code = terminated_exit_code(*pod, descriptor_.default_container))
+      writes_.child_event(framework::ChildEvent::ExitedWithCode,
+                          {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod), std::to_string(*code)});
   }
   return plan;
 }
@@ -251,13 +277,13 @@ std::optional<ReconcilePass::TerminalFailure> ReconcilePass::terminal_failure(co
   // A permanent exit code decides before the limits, as it did when it was found first.
   const auto permanent = plan.with_outcome(FailedSlotPod::Outcome::FailJob);
   if (!permanent.empty()) {
-    TerminalFailure failure{words(CoreEvent::ReplicaFailed, permanent.front()->replica_type), "Warning", {}};
+    TerminalFailure failure{words(CoreEvent::ReplicaFailed, permanent.front()->replica_type), {}};
     for (const auto* pod : permanent) failure.events.push_back(words(CoreEvent::ReplicaFailed, pod->replica_type));
     return failure;
   }
   if (limits.exceeded) {
     auto wording = words(*limits.exceeded);
-    return TerminalFailure{wording, "Normal", {wording}};
+    return TerminalFailure{wording, {wording}};
   }
   return std::nullopt;
 }
@@ -266,7 +292,7 @@ std::optional<ApiError> ReconcilePass::write_failure(const TerminalFailure& fail
   auto& status = draft_.status();
   if (!status.completion_time) status.completion_time = now_;
   draft_.set_condition(api::condition_type::kFailed, failure.condition, now_);
-  for (const auto& wording : failure.events) announce_when_written(failure.event_type, wording.reason, wording.message);
+  for (const auto& wording : failure.events) announce_when_written(wording);
   count_when_written(&JobCounters::failed);
   return write_status(job_on_server);
 }
@@ -292,6 +318,7 @@ std::optional<ApiError> ReconcilePass::propose_status() {
       if (auto t = api::parse_time(*proposal.completion_time)) status.completion_time = *t;
     if (!status.completion_time) status.completion_time = now_;
   }
+  for (const auto& e : proposal.events) announce_when_written({e.reason, e.message, e.type});
   if (!was_succeeded && status.is_succeeded()) count_when_written(&JobCounters::successful);
   if (!was_failed && status.is_failed()) count_when_written(&JobCounters::failed);
   if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
@@ -304,9 +331,14 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
   if (!draft_.changed()) return std::nullopt;
   json::Document obj = json::Document::copy_of(job_on_server);
   if (auto st = api::set_job_status(obj, draft_.status()); !st) return internal_error(st.error().message);
+  note_status_decisions();
   auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root());
-  if (!r) return r.error();
+  if (!r) {
+    log_.notef("failed to write the status", "{}", r.error().message);
+    return r.error();
+  }
   deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(r->root()));
+  log_.note("wrote the status", fmt::format("resourceVersion {}", api::resource_version_of(r->root())));
   draft_.written();
   return std::nullopt;
 }
@@ -326,10 +358,24 @@ framework::CoreWording ReconcilePass::words(CoreEvent e, std::string_view replic
   return deps_.plugin.wording(e, job_.root(), replica_type);
 }
 
-void ReconcilePass::announce_when_written(std::string type, std::string reason, std::string message) {
-  draft_.announce_when_written([this, type = std::move(type), reason = std::move(reason), message = std::move(message)]() mutable {
-    writes_.event(type, reason, std::move(message));
-  });
+void ReconcilePass::announce_when_written(const framework::CoreWording& wording) {
+  if (wording.event_type.empty()) return;
+  draft_.announce_when_written([this, wording] { writes_.event(wording); });
+}
+
+void ReconcilePass::note_status_decisions() {
+  if (!log_.enabled()) return;
+  for (const auto& c : draft_.status().conditions) {
+    const auto& persisted = draft_.persisted().conditions;
+    if (std::find(persisted.begin(), persisted.end(), c) != persisted.end()) continue;
+    log_.notef("set condition", "{}={} ({}: {})", c.type, c.status, c.reason, c.message);
+  }
+  for (const auto& [type, replica] : draft_.status().replica_statuses) {
+    const auto& before = draft_.persisted().replica_statuses;
+    if (auto it = before.find(type); it != before.end() && it->second == replica) continue;
+    log_.notef("set replica status", "{} active={} succeeded={} failed={}", type, replica.active, replica.succeeded,
+               replica.failed);
+  }
 }
 
 void ReconcilePass::count_when_written(uint64_t JobCounters::*counter) {

@@ -25,6 +25,7 @@
 #include "core/controller/child_writes.h"
 #include "core/controller/expectations.h"
 #include "core/controller/job_controller.h"
+#include "core/controller/pass_log.h"
 #include "core/controller/run_limits.h"
 #include "core/controller/slot_plan.h"
 #include "core/controller/status_draft.h"
@@ -51,7 +52,8 @@ struct PassDependencies {
 
 class ReconcilePass {
  public:
-  ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now);
+  // `log` collects the pass's decisions (for the controller's debug line).
+  ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now, PassLog& log);
   ReconcilePass(const ReconcilePass&) = delete;
   ReconcilePass& operator=(const ReconcilePass&) = delete;
 
@@ -61,7 +63,6 @@ class ReconcilePass {
   // A decision that ends the job as Failed, and the events that announce it once written.
   struct TerminalFailure {
     framework::CoreWording condition;
-    std::string event_type;  // "Normal" for a run limit, "Warning" for a failed replica
     std::vector<framework::CoreWording> events;  // a failed replica's: one per failed pod
   };
   enum class GangAdmission { Admitted, Held };
@@ -101,7 +102,10 @@ class ReconcilePass {
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
   bool failed_by_run_limits() const;
   framework::CoreWording words(framework::CoreEvent e, std::string_view replica_type = {}) const;
-  void announce_when_written(std::string type, std::string reason, std::string message);
+  // Records the wording's event (if it has one) once the status carrying the decision is written.
+  void announce_when_written(const framework::CoreWording& wording);
+  // The decisions the pass writes with the status: the conditions it sets.
+  void note_status_decisions();
   void count_when_written(uint64_t JobCounters::*counter);
   const json::Value& cached() const { return cached_->root(); }
   const api::RunPolicy& run_policy() const { return run_policy_; }
@@ -115,6 +119,7 @@ class ReconcilePass {
   api::RunPolicy run_policy_;
   StatusDraft draft_{api::JobStatus{}};
   framework::Observed observed_;
+  PassLog& log_;
   ChildWrites writes_;
 };
 

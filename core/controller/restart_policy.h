@@ -25,5 +25,6 @@ std::string pod_restart_policy(std::string_view replica_restart_policy);
 bool retryable(std::string_view restart_policy, std::optional<int32_t> exit_code);
 
 using framework::container_exit_code;
+using framework::terminated_exit_code;
 
 }  // namespace unitrain::controller

@@ -22,6 +22,7 @@ class StatusDraft {
   api::JobStatus& status() { return draft_; }
   const api::JobStatus& status() const { return draft_; }
   bool changed() const { return draft_ != persisted_; }
+  const api::JobStatus& persisted() const { return persisted_; }
 
   // Sets condition `type` (training-operator's condition rules) with the core's wording.
   void set_condition(std::string_view type, const framework::CoreWording& wording, api::TimePoint now,

@@ -99,8 +99,17 @@ struct StatusProposal {
     std::string reason;  // "PyTorchJobRunning"
     std::string message;
   };
+  // An event the reference operator records while it computes the status (PyTorchJobSucceeded,
+  // MPIJobRunning, ...); the core records it once the status carrying the pass's decisions is
+  // written.
+  struct Event {
+    std::string type;  // Normal | Warning
+    std::string reason;
+    std::string message;
+  };
   std::map<std::string, ReplicaCounts> replica_statuses;  // by replica type
   std::vector<Condition> conditions;                       // applied in order
+  std::vector<Event> events;                               // recorded in order
   bool set_completion_time = false;
   std::optional<std::string> completion_time;              // RFC 3339; else "now" when set
 };
@@ -168,12 +177,52 @@ enum class CoreEvent {
 struct CoreWording {
   std::string reason;
   std::string message;
+  // The type of the event the reference operator records with it (Normal, Warning), or "" when
+  // it records none.
+  std::string event_type = {};
 };
 
-// training-operator's reasons ("<Kind>Created", "<Kind>Failed", ...) and messages ("<Kind> <name>
-// is created.", "Job <name> has failed because it has reached the specified backoff limit", ...).
+// training-operator's reasons ("<Kind>Created", "<Kind>Failed", ...), messages ("<Kind> <name>
+// is created.", "Job <name> has failed because it has reached the specified backoff limit", ...)
+// and events: every condition the core raises is announced by an event except Created and the
+// Running=False of a suspension.
 CoreWording training_operator_wording(CoreEvent e, std::string_view kind, const json::Value& job,
                                       std::string_view replica_type);
+
+// The events the core records about a job's children and its own clean-up. Each reference
+// operator records a different set (mpi-operator v2 none of these but its create failures), so
+// the framework words them; an empty event_type records nothing.
+enum class ChildEvent {
+  Created,                // the core created an object for the job (a pod, a Service, a ConfigMap, ...)
+  CreateFailed,           // that create failed; detail: the error
+  Deleted,                // the core deleted an object of the job (clean-up, restart, scale-down, suspend)
+  DeleteFailed,           // detail: the error
+  ExitedWithCode,         // a slot pod's default container has terminated (every pass); detail: the code
+  TemplateRestartPolicy,  // a replica's pod template sets restartPolicy, which the replica's overrides
+  TemplateSchedulerName,  // a replica's pod template names a scheduler other than the gang scheduler
+  PodGroupDeleting,       // a finished, failed or suspended job's PodGroup is about to be deleted
+  AbnormalPod,            // an active pod's trouble (every pass); reason: the pod's, detail: the message
+  JobDeleted,             // ttlSecondsAfterFinished deleted the job
+  JobDeleteFailed,        // detail: the error
+};
+struct ChildSubject {
+  std::string_view kind;               // "Pod", "Service", "PodGroup", "ConfigMap", "Job"
+  std::string_view name;
+  std::string_view replica_type = {};  // canonical ("Worker"), for slot pods
+  std::string_view detail = {};
+  std::string_view reason = {};        // AbnormalPod: the container state's or condition's reason
+};
+// training-operator's common job controller (pod, service and PodGroup control, TTL):
+// SuccessfulCreatePod "Created pod: <name>", FailedCreatePod "Error creating: <error>",
+// SuccessfulDeletePod "Deleted pod: <name>", the same for services, ExitedWithCode "Pod:
+// <ns>.<name> exited with code <n>", an abnormal pod's Warning under its own reason,
+// JobTerminated before SuccessfulDeletePodGroup,
+// SuccessfulDeleteJob "Deleted job: <name>"; no event for other kinds.
+CoreWording training_operator_child_event(ChildEvent e, const json::Value& job, const ChildSubject& subject);
+// PyTorchJob's, PaddleJob's and MXJob's DeleteJob record a deletion by ttlSecondsAfterFinished
+// with the pod reasons (SuccessfulDeletePod "Deleted job: <name>", FailedDeletePod); every other
+// child event as training_operator_child_event.
+CoreWording job_deletion_worded_as_pod(ChildEvent e, const json::Value& job, const ChildSubject& subject);
 
 // An object the job needs exists under the name the job gives it, but the job does not control
 // it (it belongs to another owner, or to none). The core leaves it alone: it records a Warning
@@ -228,6 +277,10 @@ class FrameworkPlugin {
   // Reasons and messages of the conditions and events the core raises (default: training-operator's).
   virtual CoreWording wording(CoreEvent e, const json::Value& job, std::string_view replica_type) const {
     return training_operator_wording(e, descriptor().kind, job, replica_type);
+  }
+  // The event (if any) for what the core did to the job's children (default: training-operator's).
+  virtual CoreWording child_event(ChildEvent e, const json::Value& job, const ChildSubject& subject) const {
+    return training_operator_child_event(e, job, subject);
   }
   // The Warning event (reason, message) for an object the job does not control found under the
   // job's name for it; the message is also the pass's error (default: training-operator's).

@@ -45,15 +45,26 @@ std::map<int32_t, std::vector<const Value*>> pods_by_index(const FrameworkDescri
 
 }  // namespace
 
-std::optional<int32_t> container_exit_code(const Value& pod, std::string_view container) {
+namespace {
+std::optional<int32_t> exit_code_of(const Value& pod, std::string_view container, bool last_state_too) {
   const Value* statuses = json::find(pod, "/status/containerStatuses");
   if (!statuses || !statuses->IsArray()) return std::nullopt;
   for (const auto& s : statuses->GetArray()) {
     if (json::get_string(s, "/name") != container) continue;
     if (auto code = json::get_int(s, "/state/terminated/exitCode")) return static_cast<int32_t>(*code);
+    if (!last_state_too) continue;
     if (auto code = json::get_int(s, "/lastState/terminated/exitCode")) return static_cast<int32_t>(*code);
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<int32_t> container_exit_code(const Value& pod, std::string_view container) {
+  return exit_code_of(pod, container, true);
+}
+
+std::optional<int32_t> terminated_exit_code(const Value& pod, std::string_view container) {
+  return exit_code_of(pod, container, false);
 }
 
 StatusProposal::ReplicaCounts count_replicas(const FrameworkDescriptor& d, const std::string& rt, const Observed& observed) {
@@ -83,6 +94,12 @@ const Value* pod_at(const FrameworkDescriptor& d, const std::string& rt, int32_t
 std::string selector_string(const FrameworkDescriptor& d, std::string_view job_name, std::string_view rt) {
   return fmt::format("{}={},{}={},{}={}", job_labels::kJobName, job_name, job_labels::kOperatorName, d.controller_name, d.replica_type_label,
                      lower(rt));
+}
+
+std::string training_operator_status_event(std::string_view condition) {
+  if (condition == "Succeeded" || condition == "Failed") return "Normal";
+  if (condition == "Restarting") return "Warning";
+  return {};
 }
 
 ReplicaStatusRules::OnFailed restart_on_exit_code_policy(const ReplicaState& s) {
@@ -141,6 +158,8 @@ StatusProposal replica_status_walk(const FrameworkDescriptor& d, const Value& jo
   }
   auto propose = [&](std::string_view type, const ReplicaState& s) {
     p.conditions.push_back({std::string(type), "True", d.kind + std::string(type), rules.message(type, s)});
+    if (std::string event = rules.event_type ? rules.event_type(type) : std::string(); !event.empty())
+      p.events.push_back({std::move(event), p.conditions.back().reason, p.conditions.back().message});
   };
   auto announce_running = [&](const ReplicaState& s) {
     if (rules.running_before_terminal && p.conditions.empty()) propose("Running", s);

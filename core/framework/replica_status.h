@@ -17,6 +17,9 @@ namespace unitrain::framework {
 
 // Exit code of the named container's terminated state (state, else lastState), if any.
 std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
+// Exit code of the named container's current terminated state only (not a restarted container's
+// earlier end): what ExitedWithCode announces.
+std::optional<int32_t> terminated_exit_code(const json::Value& pod, std::string_view container);
 
 // Active/succeeded/failed pods of one type, one pod per index: an index with several pods (a
 // re-creation racing the cache) counts none of them until one is left. A Running pod being
@@ -36,6 +39,9 @@ struct ReplicaState {
   int32_t expected() const { return replicas - counts.succeeded; }
 };
 
+// Succeeded and Failed: "Normal"; Restarting: "Warning"; anything else: "".
+std::string training_operator_status_event(std::string_view condition);
+
 // Every callback must be set.
 struct ReplicaStatusRules {
   // A leading type decides Running and Succeeded. Chief/Master/Scheduler propose Running before
@@ -49,6 +55,11 @@ struct ReplicaStatusRules {
   // Message of a Running/Succeeded/Restarting/Failed condition raised for `state`; the reason is
   // always <Kind><type>.
   std::function<std::string(std::string_view condition, const ReplicaState& state)> message;
+  // The type of the event the framework's UpdateJobStatus records with a Running, Succeeded,
+  // Restarting or Failed condition it raises (reason and message are the condition's), "" for
+  // none. Default: training-operator's kinds record Succeeded and Failed (Normal) and Restarting
+  // (Warning), never Running.
+  std::function<std::string(std::string_view condition)> event_type = training_operator_status_event;
   bool selector = false;                 // PyTorch and Paddle publish replicaStatuses[RT].selector
   bool running_before_terminal = false;  // XGBoost proposes Running first when nothing else was
 };

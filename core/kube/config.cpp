@@ -218,45 +218,6 @@ Status parse_server_url(std::string_view url, RestConfig& cfg) {
   return {};
 }
 
-std::optional<std::string> base64_decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string clean;
-  clean.reserve(in.size());
-  for (char c : in)
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') clean.push_back(c);
-  size_t pad = 0;
-  while (!clean.empty() && clean.back() == '=' && pad < 2) {
-    clean.pop_back();
-    ++pad;
-  }
-  if (pad > 0 && (clean.size() + pad) % 4 != 0) return std::nullopt;
-  if (clean.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(clean.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : clean) {
-    int v = val(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  // Non-zero leftover bits mean a non-canonical encoding; Go's decoder rejects it too.
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
-}
-
 std::vector<std::string> split_kubeconfig_env(std::string_view value) {
   std::vector<std::string> out;
   size_t start = 0;

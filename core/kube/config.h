@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/base64.h"
 #include "core/base/result.h"
 
 namespace unitrain::kube {
@@ -71,7 +72,7 @@ Result<RestConfig> in_cluster_config(const std::string& service_account_dir = kS
 Result<RestConfig> load_default_config(const std::string& kubeconfig_flag, const std::string& context,
                                        const EnvLookup& getenv = {});
 
-// Strict RFC 4648 base64 (whitespace ignored); nullopt when malformed.
-std::optional<std::string> base64_decode(std::string_view in);
+// kubeconfig *-data fields are standard base64 (core/base/base64.h).
+using unitrain::base64_decode;
 
 }  // namespace unitrain::kube

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/api/time.h"
+#include "core/log/log.h"
 
 namespace unitrain::kube {
 
@@ -45,6 +46,7 @@ EventRecorder::EventRecorder(Client& client, Clock& clock, EventRecorderOptions 
     : client_(client),
       clock_(clock),
       opts_(std::move(options)),
+      lost_log_(opts_.drop_log_interval),
       spam_(opts_.cache_size),
       aggregates_(opts_.cache_size),
       written_(opts_.cache_size) {}
@@ -94,14 +96,28 @@ void EventRecorder::event(const json::Value& object, std::string_view type, std:
   p.reason = reason;
   p.message = message;
   p.when = clock_.now();
-  std::lock_guard g(mu_);
-  if (stopping_ || queue_.size() >= opts_.queue_capacity) {
+  {
+    std::lock_guard g(mu_);
+    if (!stopping_ && queue_.size() < opts_.queue_capacity) {
+      ++stats_.recorded;
+      queue_.push_back(std::move(p));
+      cv_.notify_all();
+      return;
+    }
     ++stats_.dropped;
-    return;
+    if (stopping_) return;  // the process is stopping: nobody would read the events anyway
   }
-  ++stats_.recorded;
-  queue_.push_back(std::move(p));
-  cv_.notify_all();
+  log_lost(p, "queue", fmt::format("{} events are waiting to be written (the queue is full)", opts_.queue_capacity));
+}
+
+void EventRecorder::log_lost(const Pending& p, const std::string& cause_key, const std::string& why) {
+  auto report = lost_log_.occur(cause_key, clock_.steady_now());
+  if (!report) return;
+  const json::Value& obj = p.involved.root();
+  log::write(log::Level::warn,
+             fmt::format("event {} {} on {} {}/{} dropped: {}{}", p.type, p.reason, field(obj, "/kind"),
+                         field(obj, "/namespace"), field(obj, "/name"), why, report->suffix()),
+             {{"controller", opts_.component}});
 }
 
 bool EventRecorder::flush(std::chrono::milliseconds timeout) {
@@ -169,8 +185,13 @@ void EventRecorder::process(Pending& p) {
     b->tokens = std::min<double>(opts_.spam_burst, b->tokens + std::max(0.0, refill));
     b->last = now;
     if (b->tokens < 1) {
-      std::lock_guard g(mu_);
-      ++stats_.spam_filtered;
+      {
+        std::lock_guard g(mu_);
+        ++stats_.spam_filtered;
+      }
+      log_lost(p, "spam", fmt::format("more than {} events about this object (client-go's spam filter: one more every {}s)",
+                                      opts_.spam_burst,
+                                      std::chrono::duration_cast<std::chrono::seconds>(opts_.spam_refill).count()));
       return;
     }
     b->tokens -= 1;
@@ -223,8 +244,11 @@ void EventRecorder::process(Pending& p) {
       return;
     }
     if (!not_found) {
-      std::lock_guard g(mu_);
-      ++stats_.failed;
+      {
+        std::lock_guard g(mu_);
+        ++stats_.failed;
+      }
+      log_lost(p, "write", "updating the Event failed: " + err->to_string());
       return;
     }
     // The Event expired or was deleted: start a new one, as client-go does.
@@ -248,11 +272,15 @@ void EventRecorder::process(Pending& p) {
   (void)json::set_string(ev, "/reportingComponent", opts_.component);
   (void)json::set_string(ev, "/reportingInstance", opts_.host);
   auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root()); });
-  std::lock_guard g(mu_);
   if (err) {
-    ++stats_.failed;
+    {
+      std::lock_guard g(mu_);
+      ++stats_.failed;
+    }
+    log_lost(p, "write", "creating the Event failed: " + err->to_string());
     return;
   }
+  std::lock_guard g(mu_);
   ++stats_.created;
   written_.put(key, Written{name, ns, 1, timestamp});
 }

@@ -9,6 +9,10 @@
 //  - dedup: an event identical to one already written (same key) PATCHes that Event's count,
 //    lastTimestamp and message instead of creating a new one.
 // Event names are "<object name>.<16 hex digits>" (the nanosecond timestamp, as client-go does).
+// Writes go through the client the recorder is given: the operator gives it a client of its own,
+// so events have their own rate limit and never take the object writes' budget. Every event that
+// is not written (queue full, spam filter, failed write) is counted in stats() and logged, once
+// per cause and interval with a repeat count.
 #pragma once
 
 #include <chrono>
@@ -25,6 +29,7 @@
 
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
+#include "core/log/throttle.h"
 
 namespace unitrain::kube {
 
@@ -38,6 +43,8 @@ struct EventRecorderOptions {
   Clock::Duration aggregation_window = std::chrono::minutes(10);
   size_t cache_size = 4096;  // correlation state per key is an LRU of this many entries
   int max_attempts = 3;      // per write, for retryable errors
+  // Lines about dropped events: at most one per cause per interval, with a repeat count.
+  std::chrono::seconds drop_log_interval{30};
 };
 
 struct EventRecorderStats {
@@ -48,6 +55,8 @@ struct EventRecorderStats {
   uint64_t created = 0;
   uint64_t patched = 0;
   uint64_t failed = 0;         // writes given up on
+  // Every event that was not written: dropped + spam_filtered + failed.
+  uint64_t lost() const { return dropped + spam_filtered + failed; }
 };
 
 class EventRecorder {
@@ -105,6 +114,8 @@ class EventRecorder {
   void process(Pending& p);
   std::optional<ApiError> write_with_retry(const std::function<ApiResult<json::Document>()>& call);
   std::string next_name(const std::string& object_name, Clock::SysTime when);
+  // Logs (throttled per `cause_key`) that the event `p` was not written and why.
+  void log_lost(const Pending& p, const std::string& cause_key, const std::string& why);
 
   Client& client_;
   Clock& clock_;
@@ -119,6 +130,7 @@ class EventRecorder {
   bool busy_ = false;
   std::thread thread_;
   EventRecorderStats stats_;
+  log::Throttle lost_log_;
 
   // Sender-thread state.
   Lru<Bucket> spam_;

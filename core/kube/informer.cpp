@@ -81,11 +81,11 @@ json::Value project_container_state(const json::Value& state, json::Allocator& a
     out.AddMember("running", json::Value(rapidjson::kObjectType), a);
   } else if (const auto* w = present("waiting")) {
     json::Value v(rapidjson::kObjectType);
-    copy_members(*w, v, {"reason"}, a);
+    copy_members(*w, v, {"reason", "message"}, a);
     out.AddMember("waiting", v, a);
   } else if (const auto* t = present("terminated")) {
     json::Value v(rapidjson::kObjectType);
-    copy_members(*t, v, {"exitCode", "reason"}, a);
+    copy_members(*t, v, {"exitCode", "reason", "message"}, a);
     out.AddMember("terminated", v, a);
   }
   return out;
@@ -118,18 +118,22 @@ json::Document project_pod(const json::Value& full) {
   if (!status || !status->IsObject()) return compact(d);
   json::Value st(rapidjson::kObjectType);
   copy_members(*status, st, {"phase", "reason", "podIP"}, a);
+  const auto* cs = json::find(*status, "/containerStatuses");
+  const bool containers_started = cs && cs->IsArray() && !cs->Empty();
   if (const auto* conds = json::find(*status, "/conditions"); conds && conds->IsArray()) {
     json::Value out(rapidjson::kArrayType);
     for (const auto& c : conds->GetArray()) {
       json::Value v(rapidjson::kObjectType);
-      copy_members(c, v, {"type", "status"}, a);
+      // Before any container status, the latest condition is what an abnormal pod's event says.
+      if (containers_started) copy_members(c, v, {"type", "status"}, a);
+      else copy_members(c, v, {"type", "status", "reason", "message", "lastTransitionTime"}, a);
       out.PushBack(v, a);
     }
     st.AddMember("conditions", out, a);
   }
-  if (const auto* cs = json::find(*status, "/containerStatuses"); cs && cs->IsArray()) {
+  auto statuses = [&](const json::Value& list) {
     json::Value out(rapidjson::kArrayType);
-    for (const auto& c : cs->GetArray()) {
+    for (const auto& c : list.GetArray()) {
       json::Value v(rapidjson::kObjectType);
       copy_members(c, v, {"name", "ready", "restartCount"}, a);
       if (const auto* s = json::find(c, "/state")) v.AddMember("state", project_container_state(*s, a), a);
@@ -138,7 +142,12 @@ json::Document project_pod(const json::Value& full) {
       }
       out.PushBack(v, a);
     }
-    st.AddMember("containerStatuses", out, a);
+    return out;
+  };
+  if (containers_started) {
+    st.AddMember("containerStatuses", statuses(*cs), a);
+  } else if (const auto* init = json::find(*status, "/initContainerStatuses"); init && init->IsArray()) {
+    st.AddMember("initContainerStatuses", statuses(*init), a);
   }
   d.root().AddMember("status", st, a);
   return compact(d);

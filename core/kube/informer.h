@@ -55,9 +55,11 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj);
 //   metadata: name, namespace, uid, resourceVersion, generation, creationTimestamp,
 //     deletionTimestamp, labels, ownerReferences (apiVersion, kind, name, uid, controller);
 //   spec: nodeName;
-//   status: phase, reason, podIP, conditions (type, status), containerStatuses (name, ready,
-//     restartCount, state and lastState reduced to {running: {}}, {waiting: {reason}} or
-//     {terminated: {exitCode, reason}}).
+//   status: phase, reason, podIP, conditions (type, status; before any container status also
+//     reason, message, lastTransitionTime), containerStatuses (name, ready, restartCount, state
+//     and lastState reduced to {running: {}}, {waiting: {reason, message}} or {terminated:
+//     {exitCode, reason, message}}), and initContainerStatuses likewise while there are no
+//     containerStatuses (what training-operator's abnormal-pod events read).
 // Drops annotations (kubectl's last-applied copy alone can double a pod), managedFields, the
 // whole pod spec except the node, volumes, env, images, messages and timestamps of states.
 json::Document project_pod(const json::Value& full);

@@ -361,10 +361,47 @@ bool RestClient::wait_to_retry(std::chrono::milliseconds delay) {
   return !opts_.stop.stop_requested();
 }
 
+void RestClient::report(const http::Request& req, Clock::time_point started, int status,
+                        const http::TransportError* error) const {
+  if (!opts_.on_attempt) return;
+  AttemptReport report;
+  report.method = req.method;
+  report.target = req.target;
+  report.took = Clock::now() - started;
+  report.status = status;
+  report.transport_error = error;
+  opts_.on_attempt(report);
+}
+
+bool RestClient::take_token() {
+  if (!opts_.stop_ends_rate_limit_wait) {
+    limiter_.acquire();
+    return true;
+  }
+  const auto wait = limiter_.reserve();
+  if (wait.count() <= 0) return true;
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, opts_.stop, wait, [] { return false; });
+  return !opts_.stop.stop_requested();
+}
+
+namespace {
+ApiError stopped_waiting(const http::Request& req) {
+  ApiError e;
+  e.reason = Reason::Cancelled;
+  e.message = fmt::format("{} {}: stopping; the request was still waiting for the client's rate limit", req.method, req.target);
+  return e;
+}
+}  // namespace
+
 ApiResult<http::Response> RestClient::execute(const http::Request& req) {
   for (int attempt = 0;; ++attempt) {
-    limiter_.acquire();
+    if (!take_token()) return fail(stopped_waiting(req));
+    const auto started = Clock::now();
     auto r = transport_->send(req);
+    report(req, started, r ? r->status : 0, r ? nullptr : &r.error());
     if (!r) {
       AttemptOutcome o;
       o.transport_error = &r.error();
@@ -470,8 +507,10 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
   http::Request req;
   req.target = resource_path(r, ns) + watch_query(opts);
   req.headers.push_back({"Accept", "application/json"});
-  limiter_.acquire();
+  if (!take_token()) return fail(stopped_waiting(req));
+  const auto started = Clock::now();
   auto s = transport_->open_stream(req);
+  report(req, started, s ? (*s)->head().status : 0, s ? nullptr : &s.error());
   if (!s) return fail(from_transport_error(s.error()));
   const int status = (*s)->head().status;
   if (status != 200) {

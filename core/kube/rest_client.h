@@ -60,6 +60,15 @@ struct AttemptOutcome {
 std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& p, std::string_view method, int attempt,
                                                      const AttemptOutcome& outcome);
 
+// One attempt of a request (a retry is another attempt), as RestClientOptions::on_attempt sees it.
+struct AttemptReport {
+  std::string_view method;  // "GET"
+  std::string_view target;  // path and query
+  std::chrono::steady_clock::duration took{};
+  int status = 0;  // the HTTP status; 0 when no response arrived (then transport_error says why)
+  const http::TransportError* transport_error = nullptr;
+};
+
 struct RestClientOptions {
   RetryPolicy retry;
   TransportOptions transport;
@@ -68,6 +77,14 @@ struct RestClientOptions {
   // Once stop is requested, a failed attempt is no longer retried and a retry wait (the default
   // sleep) ends at once: a stopping process is not held up by an API server that is gone.
   std::stop_token stop;
+  // Once stop is requested, a request still waiting for the rate limiter's token fails at once
+  // (Cancelled) instead of waiting: for a client whose writes may be given up (events), so a
+  // stopping process is not held up by its rate limit.
+  bool stop_ends_rate_limit_wait = false;
+  // Told about every attempt as soon as it ends, before any retry wait, on the calling thread
+  // (request latency metrics; an unreachable server is reported at once, not after the retries).
+  // Must not block.
+  std::function<void(const AttemptReport&)> on_attempt;
 };
 
 class RestClient final : public Client {
@@ -100,6 +117,11 @@ class RestClient final : public Client {
   RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
   // Limiter + retries; a 2xx response or the decoded failure.
   ApiResult<http::Response> execute(const http::Request& req);
+  void report(const http::Request& req, std::chrono::steady_clock::time_point started, int status,
+              const http::TransportError* error) const;
+  // Takes a rate-limiter token, waiting as long as it takes; false when the wait was cut short
+  // by a stop request (stop_ends_rate_limit_wait).
+  bool take_token();
   // Waits `delay` before a retry; false (retry no more) once stop is requested.
   bool wait_to_retry(std::chrono::milliseconds delay);
   ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},

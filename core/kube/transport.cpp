@@ -18,7 +18,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -47,6 +49,56 @@ std::string trim(std::string s) {
   auto b = s.find_first_not_of(ws);
   if (b == std::string::npos) return {};
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// "CN=name,O=org" (RFC 2253), or "(none)".
+std::string subject_text(X509_NAME* name) {
+  if (name == nullptr) return "(none)";
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (bio == nullptr) return "(none)";
+  X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);  // NOLINT(google-runtime-int): OpenSSL's type
+  std::string out(data != nullptr && size > 0 ? std::string(data, static_cast<size_t>(size)) : std::string("(empty)"));
+  BIO_free(bio);
+  return out;
+}
+
+// "12:AB:..." of a key identifier; "" when absent.
+std::string key_id_text(const ASN1_OCTET_STRING* id) {
+  if (id == nullptr) return {};
+  std::string out;
+  for (int i = 0; i < ASN1_STRING_length(id); ++i)
+    out += fmt::format("{}{:02X}", i == 0 ? "" : ":", ASN1_STRING_get0_data(id)[i]);
+  return out;
+}
+
+// The subjects of the CA certificates in `pem`, quoted and comma-separated, for messages that
+// say which CA the client expected (with their key identifiers: two CAs may share a name).
+std::string ca_subjects(const std::string& pem) {
+  if (pem.empty()) return "a CA of the system trust store";
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return "the configured CA";
+  std::string out;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (!out.empty()) out += ", ";
+    out += "\"" + subject_text(X509_get_subject_name(cert)) + "\"";
+    if (auto id = key_id_text(X509_get0_subject_key_id(cert)); !id.empty()) out += " (key " + id + ")";
+    X509_free(cert);
+  }
+  ERR_clear_error();  // the loop ends on "no start line"
+  BIO_free(bio);
+  return out.empty() ? "the configured CA" : "the CA " + out;
+}
+
+// What the server presented when its certificate did not verify: the leaf's subject and issuer.
+std::string presented_certificate(SSL* ssl) {
+  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
+  if (chain == nullptr || sk_X509_num(chain) == 0) return "the server presented no certificate";
+  X509* leaf = sk_X509_value(chain, 0);
+  const std::string issuer_key = key_id_text(X509_get0_authority_key_id(leaf));
+  return fmt::format("the server's certificate is \"{}\", issued by \"{}\"{}", subject_text(X509_get_subject_name(leaf)),
+                     subject_text(X509_get_issuer_name(leaf)), issuer_key.empty() ? "" : " (key " + issuer_key + ")");
 }
 
 std::string openssl_error_text() {
@@ -156,6 +208,7 @@ struct Transport::Impl {
   TransportOptions opts;
   std::unique_ptr<ssl::context> ssl_ctx;  // null for http://
   std::string verify_name;
+  std::string expected_ca;  // "the CA \"CN=...\"" or "the system trust store", for messages
   std::string authority;  // Host header
   TokenSource token;
   mutable std::mutex pool_mu;
@@ -166,6 +219,7 @@ struct Transport::Impl {
       : cfg(c),
         opts(std::move(o)),
         verify_name(c.tls_server_name.empty() ? c.host : c.tls_server_name),
+        expected_ca(c.scheme == "https" && !c.insecure ? ca_subjects(c.ca_pem) : ""),
         authority((c.host.find(':') != std::string::npos ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port)),
         token(c.bearer_token, c.bearer_token_file, opts.token_reread) {}
 
@@ -240,8 +294,9 @@ struct Transport::Impl {
         if (vr != X509_V_OK)
           return fail(TransportError{Kind::TlsVerify,
                                      fmt::format("TLS handshake with {}: certificate verification failed: {} "
-                                                 "(verifying as \"{}\")",
-                                                 where(), X509_verify_cert_error_string(vr), verify_name),
+                                                 "(verifying as \"{}\"); {}; expected a certificate issued by {}",
+                                                 where(), X509_verify_cert_error_string(vr), verify_name,
+                                                 presented_certificate(ssl), expected_ca),
                                      false});
         return fail(TransportError{Kind::Tls, fmt::format("TLS handshake with {}: {}", where(), ec.message()), false});
       }

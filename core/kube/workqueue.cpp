@@ -165,7 +165,9 @@ WorkQueueMetrics WorkQueue::metrics() const {
   m.queue_latency = queue_latency_;
   m.work_duration = work_duration_;
   for (const auto& [k, started] : processing_) {
-    m.longest_running_seconds = std::max(m.longest_running_seconds, seconds_between(started, now));
+    const double running = seconds_between(started, now);
+    m.longest_running_seconds = std::max(m.longest_running_seconds, running);
+    m.unfinished_work_seconds += running;
   }
   return m;
 }

@@ -45,6 +45,7 @@ struct WorkQueueMetrics {
   Histogram queue_latency;      // time from queued to handed out
   Histogram work_duration;      // time from get() to done()
   double longest_running_seconds = 0;  // the oldest key still being processed
+  double unfinished_work_seconds = 0;  // how long every key still being processed has been, summed
 };
 
 class WorkQueue {

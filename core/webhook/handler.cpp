@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "core/api/field_errors.h"
 #include "core/framework/ascii.h"
@@ -53,14 +52,6 @@ void diff_into(const Value& from, const Value& to, const std::string& path, Valu
 Reply json_reply(std::string body) { return Reply{200, "application/json", std::move(body)}; }
 
 }  // namespace
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 json::Document json_patch_diff(const Value& from, const Value& to) {
   json::Document ops = json::Document::array();

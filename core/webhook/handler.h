@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/base64.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
 #include "core/json/json.h"
@@ -92,7 +93,7 @@ class Handler {
 // arrays replaced when they differ. Empty array when equal.
 json::Document json_patch_diff(const json::Value& from, const json::Value& to);
 
-// RFC 4648 base64 with padding (AdmissionResponse.patch, Secret data, caBundle).
-std::string base64_encode(std::string_view bytes);
+// AdmissionResponse.patch, Secret data and caBundle are standard base64 (core/base/base64.h).
+using unitrain::base64_encode;
 
 }  // namespace unitrain::webhook

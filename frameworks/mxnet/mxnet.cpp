@@ -135,6 +135,12 @@ class MXPlugin final : public framework::KubeflowV1Plugin {
     return framework::decorate_replica_pod(d_, pod, slot.replica_type == kServer, env);
   }
 
+  // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
+                                     const framework::ChildSubject& subject) const override {
+    return framework::job_deletion_worded_as_pod(e, job, subject);
+  }
+
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
     using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");

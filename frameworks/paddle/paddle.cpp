@@ -87,6 +87,12 @@ class PaddlePlugin final : public framework::KubeflowV1Plugin {
     return framework::decorate_replica_pod(d_, pod, slot.replica_type == kMaster, env);
   }
 
+  // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
+                                     const framework::ChildSubject& subject) const override {
+    return framework::job_deletion_worded_as_pod(e, job, subject);
+  }
+
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
     const bool master = framework::replica_spec(d_, job, kMaster) != nullptr;
     return framework::replica_status_walk(

@@ -281,6 +281,12 @@ class PyTorchPlugin final : public framework::KubeflowV1Plugin {
     return out;
   }
 
+  // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
+                                     const framework::ChildSubject& subject) const override {
+    return framework::job_deletion_worded_as_pod(e, job, subject);
+  }
+
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
     using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");

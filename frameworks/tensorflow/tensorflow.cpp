@@ -205,6 +205,10 @@ class TFPlugin final : public framework::KubeflowV1Plugin {
       if (dynamic && s.type == kWorker) return Rules::OnFailed::Ignore;
       return Rules::OnFailed::Fail;
     };
+    // TFJob re-asserts an existing Restarting condition without an event.
+    rules.event_type = [](std::string_view type) {
+      return type == "Restarting" ? std::string() : framework::training_operator_status_event(type);
+    };
     rules.message = [&](std::string_view type, const framework::ReplicaState& s) {
       if (type == "Running") return fmt::format("TFJob {}/{} is running.", ns, name);
       if (type == "Succeeded") return fmt::format("TFJob {}/{} successfully completed.", ns, name);

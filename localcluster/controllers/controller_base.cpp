@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "core/api/time.h"
-
 namespace unitrain::localcluster::controllers {
 
 namespace {
@@ -180,15 +178,16 @@ void EventLoop::establish(Watch& w) {
   }
   w.resource_version = std::string(str_at(doc->root(), "/metadata/resourceVersion"));
 
+  if (!resume(w)) w.retry_at = Clock::now() + kRetryDelay;
+}
+
+bool EventLoop::resume(Watch& w) {
   WatchRequest wreq;
   wreq.label_selector = w.label_selector;
   wreq.resource_version = w.resource_version;
   wreq.allow_bookmarks = true;
   auto watcher = store_.watch(w.resource, "", wreq);
-  if (!watcher) {
-    w.retry_at = Clock::now() + kRetryDelay;
-    return;
-  }
+  if (!watcher) return false;
   w.watcher = std::move(*watcher);
   w.watcher->set_notify([this] {
     std::lock_guard lock(mu_);
@@ -198,6 +197,7 @@ void EventLoop::establish(Watch& w) {
   // Events queued before set_notify would otherwise wait for the next write.
   std::lock_guard lock(mu_);
   events_pending_ = true;
+  return true;
 }
 
 void EventLoop::drain(Watch& w) {
@@ -223,30 +223,12 @@ void EventLoop::drain(Watch& w) {
   if (!closed && !relist) return;
   w.watcher->stop();
   w.watcher.reset();
-  if (!relist) {
-    // Resume where we left off; the store answers 410 (error here) once that is out of its window.
-    WatchRequest wreq;
-    wreq.label_selector = w.label_selector;
-    wreq.resource_version = w.resource_version;
-    wreq.allow_bookmarks = true;
-    if (auto watcher = store_.watch(w.resource, "", wreq)) {
-      w.watcher = std::move(*watcher);
-      w.watcher->set_notify([this] {
-        std::lock_guard lock(mu_);
-        events_pending_ = true;
-        cv_.notify_one();
-      });
-      std::lock_guard lock(mu_);
-      events_pending_ = true;
-      return;
-    }
-  }
+  // Resume where we left off; the store answers 410 (error here) once that is out of its window.
+  if (!relist && resume(w)) return;
   establish(w);
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
-
-std::string now_rfc3339() { return api::format_time(std::chrono::system_clock::now()); }
 
 std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s) {
   if (s.empty()) return std::nullopt;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/json/json.h"
+#include "localcluster/object_meta.h"
 #include "localcluster/store.h"
 
 namespace unitrain::localcluster::controllers {
@@ -72,6 +73,7 @@ class EventLoop {
 
   void run();
   void establish(Watch& w);  // list + watch; on failure schedules a retry
+  bool resume(Watch& w);     // watch from w.resource_version; false when the store refused
   void drain(Watch& w);
   void deliver(Watch& w, EventType type, const json::Value& obj);
 
@@ -96,9 +98,8 @@ class EventLoop {
 };
 
 // ---- small helpers shared by the controllers ------------------------------------------------
+// (now_rfc3339 and the other metadata helpers: object_meta.h)
 
-// metav1.Time of the current moment ("2026-11-29T18:22:42Z").
-std::string now_rfc3339();
 // Go's time.ParseDuration syntax: "1s", "500ms", "1m30s", "1.5h", "0".
 std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view s);
 

@@ -196,6 +196,24 @@ unitrain_status foreign_object_wording(const unitrain_plugin* self, const char* 
   });
 }
 
+unitrain_status child_event(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out) {
+  return guarded(out, [&] {
+    auto doc = parse(request, size);
+    if (!doc) return bad_request(out, doc.error().message);
+    const auto event = wire::child_event_of(json::get_string(doc->root(), "/event").value_or(""));
+    if (!event) return UNITRAIN_UNSUPPORTED;
+    const Value* job = json::find(doc->root(), "/job");
+    if (job == nullptr) return bad_request(out, "job: required");
+    const std::string kind = json::string_at(doc->root(), "/subject/kind");
+    const std::string name = json::string_at(doc->root(), "/subject/name");
+    const std::string replica_type = json::string_at(doc->root(), "/subject/replicaType");
+    const std::string detail = json::string_at(doc->root(), "/subject/detail");
+    const std::string reason = json::string_at(doc->root(), "/subject/reason");
+    const ChildSubject subject{kind, name, replica_type, detail, reason};
+    return answer(out, wire::wording_json(plugin_of(self).child_event(*event, *job, subject)).dump());
+  });
+}
+
 unitrain_status gang_min_member(const unitrain_plugin* self, const char* job, size_t size, int32_t* min_member,
                                 unitrain_buffer* error) {
   return guarded(error, [&] {
@@ -264,6 +282,7 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
     t.pruned_resources = &pruned_resources;
     t.wording = &wording;
     t.foreign_object_wording = &foreign_object_wording;
+    t.child_event = &child_event;
     const Capabilities caps = instance->plugin->capabilities();
     if (caps.gang != nullptr) t.gang_min_member = &gang_min_member;
     if (caps.deprecation != nullptr) t.deprecation_warning = &deprecation_warning;

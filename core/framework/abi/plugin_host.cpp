@@ -205,6 +205,11 @@ class AbiPlugin final : public FrameworkPlugin,
     return FrameworkPlugin::foreign_object_wording(job, object);
   }
 
+  CoreWording child_event(ChildEvent e, const Value& job, const ChildSubject& subject) const override {
+    if (auto w = optional_wording("child_event", child_event_fn_, wire::child_event_request(e, job, subject).dump())) return *w;
+    return FrameworkPlugin::child_event(e, job, subject);
+  }
+
   // GangContribution
   int32_t min_member(const Value& job) const override {
     const std::string request = json::dump(job);
@@ -252,6 +257,7 @@ class AbiPlugin final : public FrameworkPlugin,
 
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, wording)) wording_fn_ = t->wording;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, foreign_object_wording)) foreign_wording_fn_ = t->foreign_object_wording;
+    if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, child_event)) child_event_fn_ = t->child_event;
     has_gang_ = UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_min_member) && t->gang_min_member != nullptr;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, deprecation_warning) && t->deprecation_warning != nullptr) {
       unitrain_buffer w{nullptr, 0};
@@ -317,6 +323,7 @@ class AbiPlugin final : public FrameworkPlugin,
   std::vector<kube::GroupVersionResource> pruned_;
   TextHook wording_fn_ = nullptr;
   TextHook foreign_wording_fn_ = nullptr;
+  TextHook child_event_fn_ = nullptr;
   bool has_gang_ = false;
   std::optional<std::string> deprecation_;
   bool has_departures_ = false;

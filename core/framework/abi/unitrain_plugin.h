@@ -150,6 +150,13 @@ typedef struct unitrain_plugin_table {
   int32_t (*gang_holds_pod_creation)(const unitrain_plugin* self);
   int32_t (*delete_services_with_pods)(const unitrain_plugin* self);
   int32_t (*validates_defaulted)(const unitrain_plugin* self);
+  /* {"event": "Created" | "CreateFailed" | "Deleted" | "DeleteFailed" | "ExitedWithCode" |
+     "TemplateRestartPolicy" | "TemplateSchedulerName" | "PodGroupDeleting" | "AbnormalPod" |
+     "JobDeleted" | "JobDeleteFailed", "job": {...}, "subject": {"kind": "Pod", "name": "...",
+     "replicaType": "Worker", "detail": "...", "reason": "..."}} -> {"reason", "message",
+     "eventType": "Normal" | "Warning" | "" (no event)}: the events about a job's children.
+     Default: training-operator's. */
+  unitrain_status (*child_event)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
 } unitrain_plugin_table;
 
 /* What the entry point returns: valid until the library is unloaded. */

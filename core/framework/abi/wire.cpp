@@ -204,6 +204,20 @@ constexpr std::array<std::pair<CoreEvent, std::string_view>, 9> kEvents = {{
     {CoreEvent::ValidationFailed, "ValidationFailed"},
 }};
 
+constexpr std::array<std::pair<ChildEvent, std::string_view>, 11> kChildEvents = {{
+    {ChildEvent::Created, "Created"},
+    {ChildEvent::CreateFailed, "CreateFailed"},
+    {ChildEvent::Deleted, "Deleted"},
+    {ChildEvent::DeleteFailed, "DeleteFailed"},
+    {ChildEvent::ExitedWithCode, "ExitedWithCode"},
+    {ChildEvent::TemplateRestartPolicy, "TemplateRestartPolicy"},
+    {ChildEvent::TemplateSchedulerName, "TemplateSchedulerName"},
+    {ChildEvent::PodGroupDeleting, "PodGroupDeleting"},
+    {ChildEvent::AbnormalPod, "AbnormalPod"},
+    {ChildEvent::JobDeleted, "JobDeleted"},
+    {ChildEvent::JobDeleteFailed, "JobDeleteFailed"},
+}};
+
 }  // namespace
 
 // ---- registration ------------------------------------------------------------------------------
@@ -599,11 +613,39 @@ Document foreign_object_request(const Value& job, const ForeignObject& object) {
   return doc;
 }
 
+std::string_view child_event_name(ChildEvent event) {
+  for (const auto& [e, name] : kChildEvents)
+    if (e == event) return name;
+  return "Created";
+}
+
+std::optional<ChildEvent> child_event_of(std::string_view name) {
+  for (const auto& [e, n] : kChildEvents)
+    if (n == name) return e;
+  return std::nullopt;
+}
+
+Document child_event_request(ChildEvent event, const Value& job, const ChildSubject& subject) {
+  Document doc = Document::object();
+  auto& a = doc.alloc();
+  doc.root().AddMember("event", text_value(child_event_name(event), a), a);
+  doc.root().AddMember("job", Value(job, a), a);
+  Value o(rapidjson::kObjectType);
+  o.AddMember("kind", text_value(subject.kind, a), a);
+  o.AddMember("name", text_value(subject.name, a), a);
+  o.AddMember("replicaType", text_value(subject.replica_type, a), a);
+  o.AddMember("detail", text_value(subject.detail, a), a);
+  o.AddMember("reason", text_value(subject.reason, a), a);
+  doc.root().AddMember("subject", o, a);
+  return doc;
+}
+
 Document wording_json(const CoreWording& wording) {
   Document doc = Document::object();
   auto& a = doc.alloc();
   doc.root().AddMember("reason", text_value(wording.reason, a), a);
   doc.root().AddMember("message", text_value(wording.message, a), a);
+  doc.root().AddMember("eventType", text_value(wording.event_type, a), a);
   return doc;
 }
 
@@ -613,6 +655,7 @@ Result<CoreWording> wording_from(const Value& doc) {
   CoreWording out;
   UNITRAIN_WIRE_READ(out.reason, r.string("reason", true));
   UNITRAIN_WIRE_READ(out.message, r.string("message"));
+  UNITRAIN_WIRE_READ(out.event_type, r.string("eventType"));
   return out;
 }
 

@@ -57,6 +57,10 @@ std::string_view event_name(CoreEvent event);
 std::optional<CoreEvent> event_of(std::string_view name);
 json::Document wording_request(CoreEvent event, const json::Value& job, std::string_view replica_type);
 json::Document foreign_object_request(const json::Value& job, const ForeignObject& object);
+// child_event(): {"event", "job", "subject": {"kind", "name", "replicaType", "detail", "reason"}}.
+std::string_view child_event_name(ChildEvent event);
+std::optional<ChildEvent> child_event_of(std::string_view name);
+json::Document child_event_request(ChildEvent event, const json::Value& job, const ChildSubject& subject);
 json::Document wording_json(const CoreWording& wording);
 Result<CoreWording> wording_from(const json::Value& doc);
 

@@ -475,17 +475,36 @@ class MpiV1Plugin final : public framework::ModulePlugin {
       else if (phase == "Succeeded") l.succeeded = 1;
       else if (phase == "Failed") l.failed = 1;
     }
+    int32_t workers_seen = 0, workers_evicted = 0;
     if (j.worker != nullptr) {
       auto& w = p.replica_statuses[std::string(kWorker)];
       if (!finished(launcher)) {
         for (const Value* pod : worker_pods(j, observed, true)) {
+          ++workers_seen;
           const std::string phase = string_at(*pod, "/status/phase");
           if (phase == "Running") ++w.active;
           else if (phase == "Succeeded") ++w.succeeded;
           else if (phase == "Failed") ++w.failed;
+          if (phase == "Failed" && string_at(*pod, "/status/reason") == "Evicted") ++workers_evicted;
         }
       }
     }
+    // The events of upstream's launcher and worker status routine (its conditions are
+    // overwritten by the common ones below, its events are not).
+    const std::string who = j.ns + "/" + j.name;
+    const std::string launcher_phase = launcher != nullptr ? string_at(*launcher, "/status/phase") : std::string();
+    if (launcher_phase == "Succeeded") {
+      // The plural kind in the reason is upstream's.
+      p.events.push_back({"Normal", "mpijobsSucceeded", fmt::format("MPIJob {} successfully completed.", who)});
+    } else if (launcher_phase == "Failed") {
+      std::string reason = string_at(*launcher, "/status/reason");
+      p.events.push_back({"Warning", reason.empty() ? "MPIJobFailed" : reason, fmt::format("MPIJob {} has failed", who)});
+    }
+    if (workers_evicted > 0)
+      p.events.push_back({"Warning", "MPIJobEvicted", fmt::format("{}/{} workers are evicted", workers_evicted, workers_seen)});
+    if (launcher_phase == "Running" && workers_seen == j.workers &&
+        p.replica_statuses[std::string(kWorker)].active == workers_seen)
+      p.events.push_back({"Normal", "MPIJobRunning", fmt::format("MPIJob {} is running", who)});
     for (const std::string& rt : kReplicaTypes) {
       const Value* spec = spec_of(job, rt);
       if (spec == nullptr) continue;
@@ -495,6 +514,7 @@ class MpiV1Plugin final : public framework::ModulePlugin {
         const int32_t replicas = static_cast<int32_t>(json::get_int(*spec, "/replicas").value_or(1));
         if (replicas - c.succeeded == 0) {
           p.conditions.push_back({"Succeeded", "True", "MPIJobSucceeded", fmt::format("MPIJob {} is successfully completed.", j.name)});
+          p.events.push_back({"Normal", "MPIJobSucceeded", p.conditions.back().message});
           p.set_completion_time = true;
           return p;
         }
@@ -503,16 +523,42 @@ class MpiV1Plugin final : public framework::ModulePlugin {
         if (string_at(*spec, "/restartPolicy") == "ExitCode") {
           p.conditions.push_back({"Restarting", "True", "MPIJobRestarting",
                                   fmt::format("MPIJob {} is restarting because {} {} replica(s) failed.", j.name, c.failed, rt)});
+          p.events.push_back({"Warning", "MPIJobRestarting", p.conditions.back().message});
         } else {
           // Upstream writes the reason "MPIJobMPIJobFailed" (the kind prefixed twice).
           p.conditions.push_back({"Failed", "True", "MPIJobFailed",
                                   fmt::format("MPIJob {} is failed because {} {} replica(s) failed.", j.name, c.failed, rt)});
+          p.events.push_back({"Normal", "MPIJobFailed", p.conditions.back().message});
           p.set_completion_time = true;
           return p;
         }
       }
     }
     return p;
+  }
+
+  // training-operator's MPIJob controller creates its pods itself: workers with their own message,
+  // the launcher as MPIJobRunning; its pods' exit codes are not announced. Everything else (pod
+  // deletions on clean-up, the PodGroup, TTL) is the common job controller's.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
+                                     const framework::ChildSubject& s) const override {
+    const bool launcher = s.kind == "Pod" && s.replica_type == kLauncher;
+    const bool worker = s.kind == "Pod" && s.replica_type == kWorker;
+    switch (e) {
+      case framework::ChildEvent::Created:
+        if (launcher) return {"MPIJobRunning", fmt::format("launcher pod created success: {}", s.name), "Normal"};
+        if (worker) return {"SuccessfulCreatePod", fmt::format("Created worker pod: {}", s.name), "Normal"};
+        break;
+      case framework::ChildEvent::CreateFailed:
+        if (launcher) return {"MPIJobFailed", fmt::format("launcher pod created failed: {}", s.detail), "Warning"};
+        if (worker) return {"MPIJobFailed", fmt::format("worker pod created failed: {}", s.detail), "Warning"};
+        break;
+      case framework::ChildEvent::ExitedWithCode:
+        return {};
+      default:
+        break;
+    }
+    return framework::training_operator_child_event(e, job, s);
   }
 
   // training-operator's MPIJob controller words an object it does not control under the job's

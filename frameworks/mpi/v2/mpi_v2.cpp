@@ -372,6 +372,7 @@ class MpiV2Plugin final : public framework::ModulePlugin,
     if (complete) {
       synthesize_running();
       p.conditions.push_back({"Succeeded", "True", "MPIJobSucceeded", fmt::format("MPIJob {} successfully completed.", who)});
+      p.events.push_back({"Normal", "MPIJobSucceeded", p.conditions.back().message});
       p.set_completion_time = true;
       if (auto t = json::get_string(*launcher, "/status/completionTime")) p.completion_time = std::string(*t);
     } else if (failed) {
@@ -396,15 +397,19 @@ class MpiV2Plugin final : public framework::ModulePlugin,
       if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage - 3) + "...";
       synthesize_running();
       p.conditions.push_back({"Failed", "True", reason, message});
+      p.events.push_back({"Warning", reason, message});
       p.set_completion_time = true;
     }
     if (evicted > 0) {
       p.conditions.push_back({"Failed", "True", "MPIJobEvicted", fmt::format("{}/{} workers are evicted", evicted, worker_count)});
+      p.events.push_back({"Warning", "MPIJobEvicted", p.conditions.back().message});
       p.set_completion_time = true;
     }
     // Suspended/Resumed conditions are the core's (worded by wording() below).
     if (!j.suspended && launcher != nullptr && !done && launcher_running >= 1 && worker_running == worker_count) {
       p.conditions.push_back({"Running", "True", "MPIJobRunning", fmt::format("MPIJob {} is running.", who)});
+      // The event's message has no period, the condition's has.
+      p.events.push_back({"Normal", "MPIJobRunning", fmt::format("MPIJob {} is running", who)});
     }
     return p;
   }
@@ -417,24 +422,33 @@ class MpiV2Plugin final : public framework::ModulePlugin,
     const std::string who = string_at(job, "/metadata/namespace") + "/" + string_at(job, "/metadata/name");
     switch (e) {
       case framework::CoreEvent::Created:
-        return {"MPIJobCreated", fmt::format("MPIJob {} is created.", who)};
+        return {"MPIJobCreated", fmt::format("MPIJob {} is created.", who), "Normal"};
       case framework::CoreEvent::Suspended:
-        return {"MPIJobSuspended", "MPIJob suspended"};
+        return {"MPIJobSuspended", "MPIJob suspended", "Normal"};
       case framework::CoreEvent::SuspendedNotRunning:
         return {"MPIJobSuspended", fmt::format("MPIJob {} is suspended.", who)};
       case framework::CoreEvent::Resumed:
-        return {"MPIJobResumed", "MPIJob resumed"};
+        return {"MPIJobResumed", "MPIJob resumed", "Normal"};
       case framework::CoreEvent::BackoffLimitExceeded:
         return {"BackoffLimitExceeded", "Job has reached the specified backoff limit"};
       case framework::CoreEvent::DeadlineExceeded:
         return {"DeadlineExceeded", "Job was active longer than specified deadline"};
       case framework::CoreEvent::ValidationFailed:
-        return {"ValidationError", ""};
+        return {"ValidationError", "", "Warning"};
       case framework::CoreEvent::ReplicaRestarting:
       case framework::CoreEvent::ReplicaFailed:
         break;
     }
     return framework::training_operator_wording(e, d_.kind, job, replica_type);
+  }
+
+  // mpi-operator records no event for what it creates or deletes, only for a worker pod or the
+  // launcher Job that fails to be created.
+  framework::CoreWording child_event(framework::ChildEvent e, const Value&, const framework::ChildSubject& s) const override {
+    if (e != framework::ChildEvent::CreateFailed) return {};
+    if (s.kind == "Pod") return {"MPIJobFailed", fmt::format("worker pod created failed: {}", s.detail), "Warning"};
+    if (s.kind == "Job") return {"MPIJobFailed", fmt::format("launcher pod created failed: {}", s.detail), "Warning"};
+    return {};
   }
 
   // mpi-operator's ErrResourceExists, the same for every kind it creates (Service, ConfigMap,

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/base/base64.h"
 #include "core/framework/child_objects.h"
 #include "core/framework/job_labels.h"
 #include "core/framework/json_members.h"
@@ -113,8 +114,8 @@ Result<Document> ssh_secret(const JobView& j) {
   Value& r = d.root();
   r.AddMember("type", "kubernetes.io/ssh-auth", a);
   Value data(rapidjson::kObjectType);
-  data.AddMember("ssh-privatekey", json::str(base64(key->private_key_pem), a), a);
-  data.AddMember("ssh-publickey", json::str(base64(key->authorized_key), a), a);
+  data.AddMember("ssh-privatekey", json::str(base64_encode(key->private_key_pem), a), a);
+  data.AddMember("ssh-publickey", json::str(base64_encode(key->authorized_key), a), a);
   r.AddMember("data", data, a);
   return d;
 }

@@ -2,12 +2,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include <openssl/core_names.h>
 #include <openssl/encoder.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+
+#include "core/base/base64.h"
 
 namespace unitrain::frameworks::mpi::v2 {
 namespace {
@@ -39,12 +40,6 @@ void put_string(std::string& out, std::string_view bytes) {
 
 }  // namespace
 
-std::string base64(std::string_view bytes) {
-  std::vector<unsigned char> out(4 * ((bytes.size() + 2) / 3) + 1);
-  const int n = EVP_EncodeBlock(out.data(), reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  return std::string(reinterpret_cast<const char*>(out.data()), static_cast<std::size_t>(n));
-}
-
 Result<SshKeyPair> generate_ssh_key() {
   std::unique_ptr<EVP_PKEY, PkeyFree> key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-521"));
   if (!key) return fail(openssl_error("generating an EC P-521 key"));
@@ -75,7 +70,7 @@ Result<SshKeyPair> generate_ssh_key() {
   put_string(blob, "ecdsa-sha2-nistp521");
   put_string(blob, "nistp521");
   put_string(blob, point);
-  pair.authorized_key = "ecdsa-sha2-nistp521 " + base64(blob) + "\n";
+  pair.authorized_key = "ecdsa-sha2-nistp521 " + base64_encode(blob) + "\n";
   return pair;
 }
 

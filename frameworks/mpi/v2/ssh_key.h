@@ -18,7 +18,4 @@ struct SshKeyPair {
 // Fresh key pair from OpenSSL's CSPRNG. Errors carry OpenSSL's reason.
 Result<SshKeyPair> generate_ssh_key();
 
-// Standard base64 (RFC 4648, padded, no line breaks), as Secret data is encoded.
-std::string base64(std::string_view bytes);
-
 }  // namespace unitrain::frameworks::mpi::v2

@@ -20,7 +20,7 @@
 
 #include "localcluster/controllers/controller_base.h"
 #include "localcluster/controllers/controllers.h"
-#include "localcluster/store.h"
+#include "localcluster/memory_store.h"
 
 using namespace unitrain;
 using namespace unitrain::localcluster;

@@ -41,10 +41,12 @@ m=$(curl -sf "http://127.0.0.1:$metrics_port/metrics") || fail "/metrics not 200
 for name in controller_runtime_reconcile_total controller_runtime_reconcile_errors_total \
             controller_runtime_reconcile_time_seconds_bucket workqueue_depth workqueue_adds_total \
             workqueue_retries_total workqueue_queue_duration_seconds_bucket workqueue_work_duration_seconds_bucket \
-            rest_client_requests_total leader_election_master_status \
+            rest_client_requests_total \
             training_operator_jobs_created_total training_operator_jobs_successful_total; do
   grep -q "^$name" <<<"$m" || fail "/metrics lacks $name"
 done
+# controller-runtime exports the leader-election gauge only with leader election on.
+! grep -q "leader_election_master_status" <<<"$m" || fail "/metrics has leader_election_master_status without --leader-elect"
 grep -q 'training_operator_jobs_successful_total{job_namespace="default",framework="pytorch"} 1' <<<"$m" \
   || fail "jobs_successful_total for pytorch is not 1"
 

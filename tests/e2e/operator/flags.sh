@@ -23,7 +23,8 @@ for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads 
          --leader-election-id --leader-election-namespace --leader-elect-lease-duration \
          --leader-elect-renew-deadline --leader-elect-retry-period --metrics-bind-address \
          --health-probe-bind-address --kubeconfig --kube-api-qps --kube-api-burst --zap-log-level \
-         --log-format --mpi-default-version --embedded-cluster --pytorch-init-container-image; do
+         --log-format --mpi-default-version --embedded-cluster --pytorch-init-container-image --zap-devel \
+         --zap-encoder --zap-stacktrace-level --zap-time-encoding --events-qps --events-burst; do
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
 done
 check_bad --enable-scheme --enable-scheme nosuchjob
@@ -51,6 +52,12 @@ check_bad --kube-api-burst --kube-api-burst 0
 check_bad --zap-log-level --zap-log-level loud
 check_bad --zap-log-level --zap-log-level 0
 check_bad --log-format --log-format xml
+check_bad --zap-encoder --zap-encoder text
+check_bad --zap-stacktrace-level --zap-stacktrace-level warn
+check_bad --zap-time-encoding --zap-time-encoding nano
+check_bad --zap-encoder --log-format text --zap-encoder json
+check_bad --events-qps --events-qps 0
+check_bad --events-burst --events-burst 0
 check_bad --mpi-default-version --mpi-default-version v3
 check_bad --embedded-cluster --embedded-cluster nohost
 check_bad --no-such-flag --no-such-flag
@@ -93,6 +100,25 @@ levels=$(json_lines <"$work/info.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')
 "$bin" --kubeconfig "$bad_kc" >/dev/null 2>"$work/text.log"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z error training-operator --kubeconfig' "$work/text.log" \
   || { echo "FAIL: text log lacks '<ts> error training-operator --kubeconfig ...':"; cat "$work/text.log"; fails=$((fails+1)); }
+# controller-runtime's zap flags: --zap-devel=false means JSON (production), --zap-devel debug
+# text; the time encoding; a stacktrace on records at or above --zap-stacktrace-level.
+"$bin" --zap-devel=false --zap-time-encoding epoch --zap-stacktrace-level error --kubeconfig "$bad_kc" \
+  >/dev/null 2>"$work/prod.log"
+before=$fails
+python3 - "$work/prod.log" <<'PY' || fails=$((fails+1))
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+levels = {r["level"] for r in recs}
+assert levels == {"info", "error"}, f"production levels {levels}"
+assert all(isinstance(r["ts"], (int, float)) for r in recs), "epoch time is not a number"
+errors = [r for r in recs if r["level"] == "error"]
+assert errors and all("stacktrace" in r and r["stacktrace"] for r in errors), "no stacktrace on error records"
+assert all("stacktrace" not in r for r in recs if r["level"] == "info"), "stacktrace on an info record"
+PY
+"$bin" --zap-devel --kubeconfig "$bad_kc" >/dev/null 2>"$work/devel.log"
+grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]+Z debug training-operator ' "$work/devel.log" \
+  || { echo "FAIL: --zap-devel did not log text at debug level:"; cat "$work/devel.log"; fails=$((fails+1)); }
+(( fails == before )) && echo "ok: --zap-devel, --zap-time-encoding, --zap-stacktrace-level"
 # Every kubeflow.org/v1 kind answers to its alias, case-insensitively (the operator logs what it
 # enabled, then stops at the missing kubeconfig).
 check_alias() {  # alias canonical-name

@@ -58,5 +58,13 @@ diff <(rules "$src/manifests/rbac/cluster/cluster_role.yaml") <(rules "$src/mani
 # Least privilege: nothing grants "*" or escalation verbs.
 grep -nE '"\*"|"escalate"|"bind"|"impersonate"' "$src"/manifests/rbac/*/*role.yaml \
   && { echo "FAIL: RBAC grants wildcards or escalation verbs"; fails=$((fails+1)); }
+# manifests/monitoring: the ServiceMonitor, the PrometheusRule and the dashboard's ConfigMap, whose
+# JSON parses (metrics.sh checks the metric names they use against /metrics).
+mon=$(kubectl kustomize "$src/manifests/monitoring" 2>&1) || { echo "FAIL: manifests/monitoring: $mon"; fails=$((fails+1)); }
+for kind in ServiceMonitor PrometheusRule ConfigMap; do
+  grep -q "^kind: $kind\$" <<<"$mon" || { echo "FAIL: manifests/monitoring renders no $kind"; fails=$((fails+1)); }
+done
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$src/manifests/monitoring/grafana-dashboard.json" \
+  || { echo "FAIL: grafana-dashboard.json is not JSON"; fails=$((fails+1)); }
 echo "$fails failure(s)"
 exit $fails

@@ -313,5 +313,5 @@ TEST_CASE("durable decisions: TTL deletes the job only after its finished status
   CHECK(folded_at > 0);
   CHECK(folded_at < history.first_pod_deletion());
   CHECK(folded_at < deleted_at);
-  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"); }));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeletePod Deleted job: pt"); }));
 }

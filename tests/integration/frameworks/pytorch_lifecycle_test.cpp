@@ -283,6 +283,6 @@ TEST_CASE("pytorch lifecycle: ttlSecondsAfterFinished deletes the finished job a
   CHECK(k.exists(kPyTorchJobs, "pt"));
   REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }));
   REQUIRE(eventually([&] { return k.names(kPodsR).empty() && k.names(kServicesR).empty(); }));
-  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeleteJob Deleted job: pt"); }));
+  CHECK(eventually([&] { return k.events.has("Normal SuccessfulDeletePod Deleted job: pt"); }));
   CHECK(eventually([&] { return ctl->counters()["default"].deleted == 1; }));
 }

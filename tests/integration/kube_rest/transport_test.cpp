@@ -178,6 +178,36 @@ TEST_CASE("REST: GET round trip over a reused keep-alive connection") {
   CHECK(client->transport().connections_opened() == 1);
 }
 
+TEST_CASE("REST: every attempt is reported; a stop ends a wait for the rate limit where asked to") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
+  RestConfig cfg = http_config(server.port());
+  cfg.qps = 0.001;  // one token, then one per 1000 s
+  cfg.burst = 1;
+  std::stop_source stop;
+  std::vector<std::string> attempts;
+  RestClientOptions o;
+  o.stop = stop.get_token();
+  o.stop_ends_rate_limit_wait = true;
+  o.on_attempt = [&attempts](const AttemptReport& a) { attempts.push_back(fmt::format("{} {} {}", a.method, a.target, a.status)); };
+  auto client = RestClient::create(cfg, o);
+  REQUIRE(client);
+  REQUIRE((*client)->get(kPods, "ns", "p"));
+  CHECK(attempts == std::vector<std::string>{"GET /api/v1/namespaces/ns/pods/p 200"});
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop.request_stop();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto waited = (*client)->get(kPods, "ns", "p");
+  stopper.join();
+  REQUIRE_FALSE(waited);
+  CHECK(waited.error().reason == R::Cancelled);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(attempts.size() == 1);  // the cancelled request never went out
+  CHECK(rec.size() == 1);
+}
+
 TEST_CASE("REST: verbs, bodies and content types reach the server") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
@@ -455,9 +485,17 @@ TEST_CASE("TLS: verification against the configured CA, bearer token, rotated to
     REQUIRE_FALSE(r);
     CHECK(r.error().reason == R::Transport);
     CHECK_THAT(r.error().message, Catch::Contains("certificate verification failed"));
-    CHECK_FALSE(r.error().message.empty());
+    // What an administrator needs to see the mismatch: what the server presented, what was expected.
+    CHECK_THAT(r.error().message, Catch::Contains("the server's certificate is \"CN=apiserver\", issued by \"CN=apiserver\""));
+    CHECK_THAT(r.error().message, Catch::Contains("expected a certificate issued by the CA \"CN=someone-else\""));
     CHECK(rec.size() == 0);
     CHECK(server.connections() == 1);
+  }
+  SECTION("no CA configured: the system trust store is what was expected") {
+    auto client = make_client(cfg);
+    auto r = client->get(kPods, "ns", "p");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("expected a certificate issued by a CA of the system trust store"));
   }
   SECTION("right CA but a name the certificate does not carry") {
     cfg.ca_pem = server_cert.cert_pem;

@@ -14,7 +14,7 @@
 #include "localcluster/controllers/controller_base.h"
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/controllers/podgroup_crds.h"
-#include "localcluster/store.h"
+#include "localcluster/memory_store.h"
 #include "tests/support/eventually.h"
 
 using namespace unitrain;

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/base/base64.h"
 #include "core/json/json.h"
 #include "core/kube/config.h"
 #include "core/kube/transport.h"
@@ -48,14 +49,6 @@ using unitrain::testing::Api;
 using unitrain::testing::HookServer;
 
 namespace {
-
-std::string b64(std::string_view s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(s.data()),
-                          static_cast<int>(s.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 Document parse(std::string_view s) {
   auto d = Document::parse(s);
@@ -78,7 +71,7 @@ Document admission_response(const Document& review, bool allowed, const std::str
   r.AddMember("allowed", allowed, a);
   if (!patch.empty()) {
     r.AddMember("patchType", "JSONPatch", a);
-    r.AddMember("patch", json::str(b64(patch), a), a);
+    r.AddMember("patch", json::str(base64_encode(patch), a), a);
   }
   if (!warnings.empty()) {
     Value w(rapidjson::kArrayType);
@@ -186,11 +179,11 @@ struct Fixture {
 
   std::string url_config(const std::string& path, const std::string& ca = {}) const {
     return R"({"url":"https://127.0.0.1:)" + std::to_string(hooks->port()) + path + R"(","caBundle":")" +
-           b64(ca.empty() ? tls.ca_cert_pem : ca) + R"("})";
+           base64_encode(ca.empty() ? tls.ca_cert_pem : ca) + R"("})";
   }
   std::string service_config(const std::string& path, const std::string& name = "hooks") const {
     return R"({"service":{"namespace":"hooks","name":")" + name + R"(","path":")" + path +
-           R"(","port":443},"caBundle":")" + b64(tls.ca_cert_pem) + R"("})";
+           R"(","port":443},"caBundle":")" + base64_encode(tls.ca_cert_pem) + R"("})";
   }
 
   void add_config(const std::string& kind, const std::string& name, const std::string& webhooks) {

@@ -158,15 +158,26 @@ void check_same_answers(const FrameworkPlugin& linked, const FrameworkPlugin& lo
     const auto a = linked.wording(e, d, "Worker");
     const auto b = loaded.wording(e, d, "Worker");
     INFO(wire::event_name(e));
-    CHECK(a.reason == b.reason);
-    CHECK(a.message == b.message);
+    CHECK(dump(wire::wording_json(a)) == dump(wire::wording_json(b)));
+  }
+  using framework::ChildEvent;
+  for (auto e : {ChildEvent::Created, ChildEvent::CreateFailed, ChildEvent::Deleted, ChildEvent::DeleteFailed,
+                 ChildEvent::ExitedWithCode, ChildEvent::TemplateRestartPolicy, ChildEvent::TemplateSchedulerName,
+                 ChildEvent::PodGroupDeleting, ChildEvent::AbnormalPod, ChildEvent::JobDeleted, ChildEvent::JobDeleteFailed}) {
+    for (auto subject : {framework::ChildSubject{"Pod", "x-worker-0", "Worker", "137", "OOMKilled"},
+                         framework::ChildSubject{"Service", "x-worker-0", "", "boom", ""},
+                         framework::ChildSubject{"Job", "x", "", "", ""}}) {
+      const auto a = linked.child_event(e, d, subject);
+      const auto b = loaded.child_event(e, d, subject);
+      INFO(wire::child_event_name(e) << " " << subject.kind);
+      CHECK(dump(wire::wording_json(a)) == dump(wire::wording_json(b)));
+    }
   }
   for (auto object : {framework::ForeignObject{"Pod", "pods", "x-worker-0"},
                       framework::ForeignObject{"ConfigMap", "configmaps", "x-config"}}) {
     const auto a = linked.foreign_object_wording(d, object);
     const auto b = loaded.foreign_object_wording(d, object);
-    CHECK(a.reason == b.reason);
-    CHECK(a.message == b.message);
+    CHECK(dump(wire::wording_json(a)) == dump(wire::wording_json(b)));
   }
   const auto ca = linked.capabilities();
   const auto cb = loaded.capabilities();

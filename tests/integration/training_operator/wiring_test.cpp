@@ -14,6 +14,7 @@
 #include "core/framework/registry.h"
 #include "core/kube/clock.h"
 #include "core/kube/fake_client.h"
+#include "core/kube/fault_log.h"
 #include "tests/support/eventually.h"
 
 namespace fw = unitrain::framework;
@@ -93,7 +94,8 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
 
   kube::FakeClient client;
   kube::RealClock clock;
-  auto controllers = op::Controllers::create(registry, *flags, client, clock, "replica-1");
+  kube::FaultLog faults(clock, {"https://fake", "no credentials"});
+  auto controllers = op::Controllers::create(registry, *flags, client, client, clock, faults);
   REQUIRE(controllers);
   REQUIRE((*controllers)->all().size() == 1);
   op::OperatorWebhooks webhooks(client, (*controllers)->plugins(), registry, op::webhook_options(*flags, false));

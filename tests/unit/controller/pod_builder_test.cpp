@@ -74,4 +74,7 @@ TEST_CASE("exit code comes from the named container's terminated state") {
   CHECK(c::container_exit_code(pod.root(), "pytorch") == 137);
   CHECK(c::container_exit_code(pod.root(), "sidecar") == 3);
   CHECK_FALSE(c::container_exit_code(pod.root(), "other"));
+  // ExitedWithCode reads the current state only: a restarted, running container has not exited.
+  CHECK_FALSE(c::terminated_exit_code(pod.root(), "pytorch"));
+  CHECK(c::terminated_exit_code(pod.root(), "sidecar") == 3);
 }

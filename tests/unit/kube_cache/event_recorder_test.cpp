@@ -3,6 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
 #include "core/kube/event_recorder.h"
 #include "core/kube/fake_client.h"
 #include "tests/unit/kube_cache/test_objects.h"
@@ -191,4 +196,31 @@ TEST_CASE("events: stop writes what is queued", "[events]") {
     CHECK(r.stats().dropped == 1);
   }
   CHECK(events(c).size() == 5);
+}
+
+TEST_CASE("events: every event not written is counted and said once per cause and interval", "[events]") {
+  std::ostringstream out;
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger->set_pattern("%l %v");
+  spdlog::set_default_logger(logger);
+  FakeClient c;
+  FakeClock clock;
+  auto o = options();
+  o.queue_capacity = 2;
+  EventRecorder r(c, clock, o);
+  for (int i = 0; i < 6; ++i) r.event(job().root(), "Normal", "SuccessfulCreatePod", fmt::format("Created pod: p{}", i));
+  clock.advance(31s);
+  r.event(job().root(), "Normal", "SuccessfulCreatePod", "Created pod: late");
+  spdlog::set_default_logger(previous);
+  CHECK(r.stats().dropped == 5);
+  CHECK(r.stats().lost() == 5);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[0], Catch::StartsWith("warning event Normal SuccessfulCreatePod on PyTorchJob team/mnist dropped: 2 events "
+                                         "are waiting to be written (the queue is full)"));
+  CHECK_THAT(lines[0], Catch::EndsWith("\x1f" "controller=pytorchjob-controller"));
+  CHECK_THAT(lines[1], Catch::EndsWith("(repeated 3 times in the last 31s)" "\x1f" "controller=pytorchjob-controller"));
 }

@@ -348,6 +348,21 @@ TEST_CASE("projection: a null previous state left by a merge patch does not hide
   CHECK(json::dump(*json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state")) == R"({"running":{}})");
 }
 
+TEST_CASE("projection: a pod no container started in keeps its conditions' reasons and its init containers", "[informer]") {
+  auto full = json::Document::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},
+      "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",
+      "message":"0/3 nodes are available","lastTransitionTime":"2024-01-02T03:04:05Z","lastProbeTime":null}],
+      "initContainerStatuses":[{"name":"init","ready":false,"restartCount":0,"image":"i",
+      "state":{"waiting":{"reason":"ErrImagePull","message":"pull access denied"}}}]}})");
+  REQUIRE(full);
+  auto p = project_pod(full->root());
+  CHECK(json::dump(*json::find(p.root(), "/status/conditions/0")) ==
+        R"({"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available",)"
+        R"("lastTransitionTime":"2024-01-02T03:04:05Z"})");
+  CHECK(json::dump(*json::find(p.root(), "/status/initContainerStatuses/0")) ==
+        R"({"name":"init","ready":false,"restartCount":0,"state":{"waiting":{"reason":"ErrImagePull","message":"pull access denied"}}})");
+}
+
 TEST_CASE("projection: project_pod keeps the decision fields and drops the rest", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   (void)json::set(full, "/status/containerStatuses/0/state",

@@ -259,20 +259,6 @@ TEST_CASE("server URL parsing") {
   CHECK_FALSE(parse_server_url("https://h:8x", c));
 }
 
-TEST_CASE("base64 decoding is strict") {
-  CHECK(base64_decode("QUJD") == std::optional<std::string>("ABC"));
-  CHECK(base64_decode("QUI=") == std::optional<std::string>("AB"));
-  CHECK(base64_decode("QQ==") == std::optional<std::string>("A"));
-  CHECK(base64_decode("QU\nJD\n") == std::optional<std::string>("ABC"));
-  CHECK(base64_decode("") == std::optional<std::string>(""));
-  CHECK_FALSE(base64_decode("QUJ!"));
-  CHECK_FALSE(base64_decode("Q"));
-  CHECK_FALSE(base64_decode("QR=="));  // non-zero trailing bits
-  std::string all;
-  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
-  CHECK(base64_decode(base64_encode(all)) == std::optional<std::string>(all));
-}
-
 TEST_CASE("in-cluster config from the service-account directory") {
   TempDir dir;
   dir.write("token", "sa-token\n");

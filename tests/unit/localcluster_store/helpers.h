@@ -7,7 +7,7 @@
 
 #include "core/json/json.h"
 #include "localcluster/builtin_resources.h"
-#include "localcluster/store.h"
+#include "localcluster/memory_store.h"
 #include "tests/support/json.h"
 
 namespace lc = unitrain::localcluster;

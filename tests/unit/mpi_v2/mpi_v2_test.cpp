@@ -508,7 +508,6 @@ TEST_CASE("mpi v2: generated key pair: SEC1 PEM and a matching OpenSSH authorize
   auto other = mpi::generate_ssh_key();
   REQUIRE(other);
   CHECK(other->authorized_key != key->authorized_key);
-  CHECK(mpi::base64("hello") == "aGVsbG8=");
 }
 
 TEST_CASE("mpi v2: WaitForWorkersReady holds the launcher until every worker is Ready") {
@@ -684,14 +683,30 @@ TEST_CASE("mpi v2: wording of the conditions the core raises") {
   Document job = defaulted(kPi, p);
   auto w = [&](fw::CoreEvent e) {
     auto cw = p->wording(e, job.root(), "Worker");
-    return cw.reason + "|" + cw.message;
+    return cw.reason + "|" + cw.message + "|" + cw.event_type;
   };
-  CHECK(w(fw::CoreEvent::Created) == "MPIJobCreated|MPIJob default/pi is created.");
-  CHECK(w(fw::CoreEvent::Suspended) == "MPIJobSuspended|MPIJob suspended");
-  CHECK(w(fw::CoreEvent::SuspendedNotRunning) == "MPIJobSuspended|MPIJob default/pi is suspended.");
-  CHECK(w(fw::CoreEvent::Resumed) == "MPIJobResumed|MPIJob resumed");
-  CHECK(w(fw::CoreEvent::DeadlineExceeded) == "DeadlineExceeded|Job was active longer than specified deadline");
-  CHECK(w(fw::CoreEvent::ValidationFailed) == "ValidationError|");
+  // The events mpi-operator records with them: Created, Suspended and Resumed.
+  CHECK(w(fw::CoreEvent::Created) == "MPIJobCreated|MPIJob default/pi is created.|Normal");
+  CHECK(w(fw::CoreEvent::Suspended) == "MPIJobSuspended|MPIJob suspended|Normal");
+  CHECK(w(fw::CoreEvent::SuspendedNotRunning) == "MPIJobSuspended|MPIJob default/pi is suspended.|");
+  CHECK(w(fw::CoreEvent::Resumed) == "MPIJobResumed|MPIJob resumed|Normal");
+  CHECK(w(fw::CoreEvent::DeadlineExceeded) == "DeadlineExceeded|Job was active longer than specified deadline|");
+  CHECK(w(fw::CoreEvent::ValidationFailed) == "ValidationError||Warning");
+}
+
+TEST_CASE("mpi v2: mpi-operator records no event for what it creates or deletes, only failed creates") {
+  auto p = plugin();
+  Document job = defaulted(kPi, p);
+  auto w = [&](fw::ChildEvent e, std::string_view kind) {
+    auto cw = p->child_event(e, job.root(), {kind, "pi-worker-0", "Worker", "boom"});
+    return cw.event_type + "|" + cw.reason + "|" + cw.message;
+  };
+  for (auto e : {fw::ChildEvent::Created, fw::ChildEvent::Deleted, fw::ChildEvent::DeleteFailed, fw::ChildEvent::ExitedWithCode,
+                 fw::ChildEvent::TemplateRestartPolicy, fw::ChildEvent::PodGroupDeleting})
+    CHECK(w(e, "Pod") == "||");
+  CHECK(w(fw::ChildEvent::CreateFailed, "Pod") == "Warning|MPIJobFailed|worker pod created failed: boom");
+  CHECK(w(fw::ChildEvent::CreateFailed, "Job") == "Warning|MPIJobFailed|launcher pod created failed: boom");
+  CHECK(w(fw::ChildEvent::CreateFailed, "ConfigMap") == "||");
 }
 
 TEST_CASE("mpi v2: the upstream pi example") {

@@ -499,6 +499,11 @@ TEST_CASE("pytorch: status with a Master: counts, selectors, Running then Succee
   CHECK(s.conditions[1].reason == "PyTorchJobRestarting");
   CHECK(s.conditions[1].message == "PyTorchJob sendrecv is restarting because 1 Worker replica(s) failed.");
   CHECK_FALSE(s.set_completion_time);
+  // upstream's UpdateJobStatus announces Restarting (Warning), never Running.
+  REQUIRE(s.events.size() == 1);
+  CHECK(s.events[0].type == "Warning");
+  CHECK(s.events[0].reason == "PyTorchJobRestarting");
+  CHECK(s.events[0].message == s.conditions[1].message);
 
   pods[0] = pod_json("sendrecv-master-0", "master", 0, "Succeeded");
   obs.pods.clear();
@@ -509,6 +514,10 @@ TEST_CASE("pytorch: status with a Master: counts, selectors, Running then Succee
   CHECK(done.conditions[0].reason == "PyTorchJobSucceeded");
   CHECK(done.conditions[0].message == "PyTorchJob sendrecv is successfully completed.");
   CHECK(done.set_completion_time);
+  REQUIRE(done.events.size() == 1);
+  CHECK(done.events[0].type == "Normal");
+  CHECK(done.events[0].reason == "PyTorchJobSucceeded");
+  CHECK(done.events[0].message == "PyTorchJob sendrecv is successfully completed.");
   CHECK(done.replica_statuses["Master"].succeeded == 1);
 }
 
@@ -535,6 +544,9 @@ spec:
   CHECK(s.conditions[1].reason == "PyTorchJobFailed");
   CHECK(s.conditions[1].message == "PyTorchJob solo is failed because 1 Worker replica(s) failed.");
   CHECK(s.set_completion_time);
+  REQUIRE(s.events.size() == 1);
+  CHECK(s.events[0].type == "Normal");  // upstream records a failed PyTorchJob as Normal
+  CHECK(s.events[0].reason == "PyTorchJobFailed");
 
   // Two pods on one index: neither counts.
   obs.pods = {&a.root(), &b.root(), &dup.root()};

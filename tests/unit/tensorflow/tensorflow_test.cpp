@@ -288,6 +288,9 @@ spec:
   pods.push_back(pod_status("worker", 0, "Failed", 1));
   auto s = p->compute_status(job.root(), observe(pods));
   CHECK(conditions(s) == "Succeeded/TFJobSucceeded: TFJob ml/j successfully completed.\n");
+  REQUIRE(s.events.size() == 1);
+  CHECK(s.events[0].type + " " + s.events[0].reason + " " + s.events[0].message ==
+        "Normal TFJobSucceeded TFJob ml/j successfully completed.");
 
   // A failed dynamic worker is ignored; a Restarting condition in status is re-asserted.
   pods[0] = pod_status("chief", 0, "Running");
@@ -300,6 +303,7 @@ spec:
   s = p->compute_status(job.root(), observe(pods));
   CHECK(conditions(s) ==
         "Running/TFJobRunning: TFJob ml/j is running.\nRestarting/TFJobRestarting: TFJob ml/j is restarting because 1 Worker replica(s) failed.\n");
+  CHECK(s.events.empty());  // TFJob re-asserts Restarting, and records Running, without an event
 }
 
 TEST_CASE("tensorflow: upstream example tf_job_mnist.yaml") {

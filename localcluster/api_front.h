@@ -1,38 +1,21 @@
 // What kube-apiserver does between the REST handler and storage: admission webhooks
-// (MutatingWebhookConfiguration, then ValidatingWebhookConfiguration) and CRD conversion
-// webhooks. ApiFront wraps a Store with the same verbs; the HTTP layer calls it instead of the
-// Store. Webhook calls happen here, never under the store's lock: the front reads, calls the
-// webhooks, then writes with the resourceVersion it read (a conflicting write in between makes
-// patches retry, as kube-apiserver's GuaranteedUpdate does). No Beast in this header.
+// (admission.h) and CRD conversion webhooks (conversion.h), in the order of a write. ApiFront
+// wraps a Store with the same verbs; the HTTP layer calls it instead of the Store. Webhook calls
+// happen here, never under the store's lock: the front reads, calls the webhooks, then writes
+// with the resourceVersion it read (a conflicting write in between makes patches retry, as
+// kube-apiserver's GuaranteedUpdate does).
 #pragma once
 
-#include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "core/base/result.h"
 #include "core/json/json.h"
+#include "localcluster/admission.h"
 #include "localcluster/store.h"
+#include "localcluster/webhook_client.h"
 
 namespace unitrain::localcluster {
-
-struct WebhookOptions {
-  // A local cluster has no pod network: a webhook's `service` {namespace, name, port} is reached
-  // at the host:port given here, keyed "namespace/name:port". TLS is still verified against the
-  // caBundle with the name <name>.<namespace>.svc, as kube-apiserver does.
-  std::map<std::string, std::string, std::less<>> service_endpoints;
-};
-
-// Adds "ns/name:port=host:port" (":port" may be left out for 443) to `options`.
-Status add_service_endpoint(WebhookOptions& options, std::string_view spec);
-
-// What a request produced besides its object: admission warnings, sent as Warning headers.
-struct CallNotes {
-  std::vector<std::string> warnings;
-};
 
 class ApiFront {
  public:
