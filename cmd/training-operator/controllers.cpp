@@ -62,9 +62,19 @@ Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Regist
   std::unique_ptr<Controllers> out(new Controllers());
   std::shared_ptr<const gang::Backend> gang = gang::make_backend(flags.gang_scheduler_name);
   if (gang) faults.require(gang->resource(), pod_group_requirement(*gang, flags));
+  std::vector<const framework::FrameworkDescriptor*> modules;
   for (const auto& name : flags.enabled) {
     const framework::Registration* reg = registry.find(name);
     if (reg == nullptr) return fail(fmt::format("{}: not a registered framework", name));
+    if (auto labels = controller::child_labels(reg->descriptor); !labels) return fail(labels.error().message);
+    modules.push_back(&reg->descriptor);
+  }
+  out->caches_client_ = std::make_unique<kube::ReportingClient>(
+      client, faults, kCachesSource, log::Fields{{log::key::kController, kCachesSource}});
+  out->caches_ =
+      std::make_unique<controller::SharedCaches>(*out->caches_client_, clock, modules, flags.namespaces, gang.get());
+  for (const auto& name : flags.enabled) {
+    const framework::Registration* reg = registry.find(name);
     const auto& d = reg->descriptor;
     faults.require(d.resource(), crd_requirement(registry, flags, d));
     auto plugin = registry.instantiate(name, plugin_config(flags, *reg));
@@ -81,7 +91,7 @@ Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Regist
     auto options = controller_options(flags, registry, name);
     options.gang = gang;
     fw.controller = std::make_unique<controller::JobController>(*fw.client, clock, *fw.events, std::move(*plugin),
-                                                                std::move(options));
+                                                                std::move(options), *out->caches_);
     out->frameworks_.push_back(std::move(fw));
   }
   return out;

@@ -1,10 +1,13 @@
 // The enabled frameworks as the operator runs them: each module's plugin is built once, with the
 // whole configuration the flags give it (options, gang scheduler, cluster domain), and runs in
-// its JobController, with an event recorder of its own. The webhook server borrows the same
-// plugin objects (plugins()), so admission and reconciliation can never see two configurations.
-// Each controller's API calls are reported to the FaultLog under its controller name (its
-// /readyz line names why its caches do not sync), and the FaultLog learns which CRDs the enabled
-// frameworks and the gang scheduler need and how to install them.
+// its JobController, with an event recorder of its own. Every controller reads the same
+// process-wide caches (caches(): one informer per resource, which the operator starts as one
+// runnable on every replica). The webhook server borrows the same plugin objects (plugins()), so
+// admission and reconciliation can never see two configurations.
+// Each controller's API calls are reported to the FaultLog under its controller name, the
+// caches' under kCachesSource (a controller's /readyz line names why its caches do not sync),
+// and the FaultLog learns which CRDs the enabled frameworks and the gang scheduler need and how
+// to install them.
 #pragma once
 
 #include <memory>
@@ -13,6 +16,7 @@
 
 #include "cmd/training-operator/flags.h"
 #include "core/base/result.h"
+#include "core/controller/child_caches.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
@@ -29,6 +33,9 @@ std::string crd_file_name(const framework::FrameworkDescriptor& d, std::string_v
 
 class Controllers {
  public:
+  // The FaultLog source of the informers' lists and watches.
+  static constexpr const char* kCachesSource = "informer-caches";
+
   struct Framework {
     std::string name;                           // canonical, "kubeflow.org/pytorchjob"
     std::string controller_name;                // "pytorchjob-controller"
@@ -46,11 +53,14 @@ class Controllers {
                                                      kube::Clock& clock, kube::FaultLog& faults);
 
   std::vector<Framework>& all() { return frameworks_; }
+  controller::SharedCaches& caches() { return *caches_; }
   // The plugins for the webhook server: valid as long as this object lives.
   std::vector<const framework::FrameworkPlugin*> plugins() const;
 
  private:
   Controllers() = default;
+  std::unique_ptr<kube::Client> caches_client_;      // the shared client, reporting as kCachesSource
+  std::unique_ptr<controller::SharedCaches> caches_;  // outlives the controllers attached to it
   std::vector<Framework> frameworks_;
 };
 

@@ -185,6 +185,11 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
                                   "Time encoding: epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano (default: "
                                   "rfc3339, UTC)")
                        ->check(CLI::Validator(check_time_encoding, "ENCODING", "time encoding"));
+  app.add_option("--cluster-domain", f.cluster_domain,
+                 "DNS domain of the cluster (e.g. cluster.local) that MPIJob v2 appends to the hostnames in its "
+                 "hostfile and discover_hosts.sh and to its workers' DNS search path; default: "
+                 "$CUSTOM_CLUSTER_DOMAIN, else none")
+      ->check(kube_name(api::validate_dns1123_subdomain, "cluster domain"));
   app.add_option("--mpi-default-version", f.mpi_default_version,
                  "MPIJob version the bare kind 'MPIJob' means in --enable-scheme, and, with both MPIJob "
                  "versions enabled, the one whose controller takes jobs without spec.runPolicy.managedBy: "
@@ -299,6 +304,7 @@ controller::JobControllerOptions controller_options(const Flags& f, const framew
   jo.namespaces = f.namespaces;
   jo.workers = f.controller_threads;
   jo.owns_unset_managed_by = registry.owns_unset_managed_by(framework_name, f.enabled, enablement_options(f));
+  jo.pin_owner = registry.kind_shared(framework_name);
   return jo;
 }
 

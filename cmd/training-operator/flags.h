@@ -27,7 +27,7 @@ struct Flags {
   std::vector<std::string> enabled;  // resolved from enable_scheme: canonical names, registration order
   std::string gang_scheduler_name;
   std::vector<std::string> namespaces;  // --namespace, else $KUBEFLOW_NAMESPACE
-  std::string cluster_domain;           // $CUSTOM_CLUSTER_DOMAIN
+  std::string cluster_domain;           // --cluster-domain, else $CUSTOM_CLUSTER_DOMAIN
   int controller_threads = 1;
   bool leader_elect = false;
   std::string leader_election_id = "1ca428e5.training-operator.kubeflow.org";

@@ -113,20 +113,25 @@ int run(const Flags& f, const framework::Registry& registry) {
   }
   if (cluster) mgr.add("embedded cluster setup", cluster->setup(operator_client, registry, f, webhooks.get()));
   for (auto& fw : (*controllers)->all()) {
-    auto& c = *fw.controller;
     auto& r = *fw.recorder;
     mgr.add(fw.controller_name + " events", manager::runnable([&r] { r.start(); }, [&r] { r.stop(); }));
-    // Caches fill on every replica, so a follower is ready, and takes over, with synced caches.
-    mgr.add(fw.controller_name + " caches", manager::runnable([&c] { c.start_caches(); }, [&c] { c.stop(); }));
+  }
+  // One informer per resource for every controller. Caches fill on every replica, so a follower
+  // is ready, and takes over, with synced caches.
+  auto& caches = (*controllers)->caches();
+  mgr.add("informer caches", manager::runnable([&caches] { caches.start(); }, [&caches] { caches.stop(); }));
+  for (auto& fw : (*controllers)->all()) {
+    auto& c = *fw.controller;
     mgr.add_ready_check(fw.name, [&c, &faults, source = fw.controller_name]() -> Status {
       if (c.wait_for_sync({})) return Status{};
-      const auto causes = faults.causes(source);
+      auto causes = faults.causes(Controllers::kCachesSource);
+      for (auto& cause : faults.causes(source)) causes.push_back(std::move(cause));
       return causes.empty() ? fail("caches not synced")
                             : fail(fmt::format("caches not synced: {}", fmt::join(causes, "; ")));
     });
   }
   if (election) mgr.add("leader election", *election);
-  // The leader only. JobController::stop() drains the queue, then stops the caches too.
+  // The leader only. JobController::stop() drains the queue; the caches stop after them.
   for (auto& fw : (*controllers)->all()) {
     auto& c = *fw.controller;
     mgr.add(fw.controller_name + " workers", manager::runnable([&c] { c.start(); }, [&c] { c.stop(); }),

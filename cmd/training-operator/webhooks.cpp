@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/log/throttle.h"
+#include "core/webhook/registration.h"
 
 namespace unitrain::operator_cmd {
 
@@ -112,6 +113,12 @@ void OperatorWebhooks::keep_certificates() {
         changed = !(current_ == *bundle);
         if (changed) previous_ca = current_.ca_cert;
       }
+      // Hooks only of what this operator serves (a disabled module's would fail every write of
+      // its version), then the caBundle in all of them.
+      if (auto s = webhook::sync_webhook_configurations(client_, handler_, fallback_client_config().root()); !s) {
+        spdlog::error("webhook configurations: {}", s.error().message);
+        wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
+      }
       // While the served certificate changes, the API server trusts both CAs, so no call fails
       // between the caBundle update and the swap; the next check drops the old CA.
       if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
@@ -141,16 +148,23 @@ void OperatorWebhooks::keep_certificates() {
   }
 }
 
+json::Document OperatorWebhooks::fallback_client_config() const {
+  // The Service the manifests put in front of the webhook server (port 443 → the server's port).
+  json::Document cc = json::Document::object();
+  (void)json::set_string(cc, "/service/namespace", options_.certs.cert.service_namespace);
+  (void)json::set_string(cc, "/service/name", options_.certs.cert.service_name);
+  (void)json::set(cc, "/service/port", json::Value(443));
+  return cc;
+}
+
 Status register_webhook_configurations(kube::Client& client, const webhook::Handler& handler, const std::string& url,
                                        const std::string& ca_cert) {
   json::Document client_config = json::Document::object();
   auto& a = client_config.alloc();
   client_config.root().AddMember("url", json::str(url, a), a);
   client_config.root().AddMember("caBundle", json::str(webhook::base64_encode(ca_cert), a), a);
-  const kube::GroupVersionResource validating{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"};
-  const kube::GroupVersionResource mutating{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"};
-  for (auto [r, doc] : {std::pair{validating, handler.validating_configuration(client_config.root())},
-                        std::pair{mutating, handler.mutating_configuration(client_config.root())}}) {
+  for (auto [r, doc] : {std::pair{webhook::kValidatingConfigurations, handler.validating_configuration(client_config.root())},
+                        std::pair{webhook::kMutatingConfigurations, handler.mutating_configuration(client_config.root())}}) {
     const std::string name(json::get_string(doc.root(), "/metadata/name").value_or(""));
     auto created = client.create(r, "", doc.root());
     if (created) continue;

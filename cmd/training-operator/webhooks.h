@@ -68,6 +68,8 @@ class OperatorWebhooks final : public manager::Runnable {
 
  private:
   void keep_certificates();
+  // The client config of a hook added to a configuration that has none of ours to copy.
+  json::Document fallback_client_config() const;
 
   kube::Client& client_;
   WebhookOptions options_;

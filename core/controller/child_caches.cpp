@@ -1,8 +1,9 @@
 #include "core/controller/child_caches.h"
 
-#include <fmt/format.h>
+#include <algorithm>
 
-#include "core/controller/pod_builder.h"
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace unitrain::controller {
 
@@ -14,59 +15,180 @@ std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadl
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
 }
 
+std::string job_key(const kube::GroupVersionResource& r) { return r.group_resource() + "/" + r.version; }
+
 }  // namespace
 
-ChildCaches::ChildCaches(kube::Client& client, kube::Clock& clock, const framework::FrameworkDescriptor& descriptor,
-                         const std::vector<std::string>& namespaces, const gang::Backend* gang) {
-  auto make = [&](kube::GroupVersionResource resource, std::string selector, kube::Projection projection) {
-    kube::InformerOptions o;
-    o.resource = std::move(resource);
-    o.namespaces = namespaces;
-    o.label_selector = std::move(selector);
-    o.projection = std::move(projection);
-    o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
-    return std::make_unique<kube::Informer>(client, clock, std::move(o));
-  };
-  pods_ = make(kPods, fmt::format("{}={}", kOperatorNameLabel, descriptor.controller_name), kube::project_pod);
-  services_ = make(kServices, "", kube::project_service);
-  for (const auto& resource : descriptor.owned_resources) {
-    if (resource == kPods || resource == kServices) continue;
-    owned_.emplace(resource.group_resource(), make(resource, "", nullptr));
+Result<api::Labels> child_labels(const framework::FrameworkDescriptor& descriptor) {
+  auto selector = api::LabelSelector::parse(descriptor.child_label_selector);
+  if (!selector)
+    return fail(fmt::format("{}: child_label_selector: {}", descriptor.name, selector.error().message));
+  api::Labels labels;
+  for (const auto& r : selector->requirements()) {
+    if (r.op != api::Requirement::Op::Equals || r.values.size() != 1)
+      return fail(fmt::format("{}: child_label_selector '{}': only key=value requirements can be put on the objects "
+                              "the core creates, not '{}'",
+                              descriptor.name, descriptor.child_label_selector, api::to_string(r)));
+    labels.emplace(r.key, r.values.front());
   }
-  if (gang) pod_groups_ = make(gang->resource(), "", nullptr);
-  if (gang && namespaces.empty()) priority_classes_ = make(kPriorityClasses, "", nullptr);
+  return labels;
 }
 
-void ChildCaches::add_handlers(const std::function<kube::EventHandlers(ChildKind)>& handlers_for) {
-  pods_->add_handlers(handlers_for(ChildKind::Pod));
-  services_->add_handlers(handlers_for(ChildKind::Service));
-  for (auto& [_, informer] : owned_) informer->add_handlers(handlers_for(ChildKind::Owned));
-  if (pod_groups_) pod_groups_->add_handlers(handlers_for(ChildKind::PodGroup));
+ChildReaction react(const ChildEvent& e, const framework::FrameworkDescriptor& d, bool reconciles_on_any_child,
+                    bool job_cached) {
+  ChildReaction r;
+  if (e.change != ChildEvent::Change::Updated) {
+    const bool labelled =
+        json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(d.replica_type_label)).has_value();
+    r.observed = labelled && !e.grandchild && (e.kind == ChildKind::Pod || e.kind == ChildKind::Service);
+    r.reconcile = labelled || reconciles_on_any_child;
+    return r;
+  }
+  if (!e.previous || api::resource_version_of(*e.previous) == api::resource_version_of(e.object) || !job_cached) return r;
+  r.reconcile = true;
+  auto at = [](const json::Value& obj, const char* pointer) { return json::find(obj, pointer); };
+  if (e.kind == ChildKind::Pod) {
+    r.status_first = json::get_string(*e.previous, "/status/phase") != json::get_string(e.object, "/status/phase");
+  } else if (e.kind == ChildKind::Owned) {
+    const json::Value *before = at(*e.previous, "/status"), *now = at(e.object, "/status");
+    r.status_first = !before != !now || (before && !json::equal(*before, *now));
+  }
+  return r;
 }
 
-void ChildCaches::start() {
-  pods_->start();
-  services_->start();
-  for (auto& [_, informer] : owned_) informer->start();
-  if (pod_groups_) pod_groups_->start();
-  if (priority_classes_) priority_classes_->start();
+// ---- SharedCaches ------------------------------------------------------------------------------
+
+SharedCaches::SharedCaches(kube::Client& client, kube::Clock& clock,
+                           const std::vector<const framework::FrameworkDescriptor*>& modules,
+                           std::vector<std::string> namespaces, const gang::Backend* gang)
+    : client_(client), clock_(clock), namespaces_(std::move(namespaces)) {
+  // Every module's children: the union of the modules' selectors. A selector the core cannot
+  // stamp (child_labels fails) selects nothing narrower than everything.
+  auto selectors_of = [&](auto&& interested) {
+    std::vector<std::string> selectors;
+    for (const auto* m : modules)
+      if (interested(*m)) selectors.push_back(child_labels(*m) ? m->child_label_selector : std::string());
+    auto united = kube::unite_selectors(selectors);
+    return united ? std::move(*united) : kube::Selection{};
+  };
+  auto everyone = [](const framework::FrameworkDescriptor&) { return true; };
+  for (const auto* m : modules) {
+    const std::string key = job_key(m->resource());
+    if (!jobs_.count(key)) jobs_[key] = &make(m->resource(), {}, kube::job_fields(), false);
+  }
+  pods_ = &make(kPods, selectors_of(everyone), kube::pod_fields(), true);
+  services_ = &make(kServices, selectors_of(everyone), kube::service_fields(), true);
+  for (const auto* m : modules) {
+    for (const auto& resource : m->owned_resources) {
+      if (resource == kPods || resource == kServices || owned_.count(resource.group_resource())) continue;
+      auto owns = [&](const framework::FrameworkDescriptor& d) {
+        return std::find(d.owned_resources.begin(), d.owned_resources.end(), resource) != d.owned_resources.end();
+      };
+      owned_[resource.group_resource()] = &make(resource, selectors_of(owns), kube::owned_fields(), true);
+    }
+  }
+  if (gang) pod_groups_ = &make(gang->resource(), selectors_of(everyone), kube::owned_fields(), true);
+  if (gang && namespaces_.empty()) priority_classes_ = &make(kPriorityClasses, {}, kube::priority_class_fields(), false);
+
+  watch_children(*pods_, ChildKind::Pod);
+  watch_children(*services_, ChildKind::Service);
+  for (auto& [_, informer] : owned_) watch_children(*informer, ChildKind::Owned);
+  if (pod_groups_) watch_children(*pod_groups_, ChildKind::PodGroup);
 }
 
-void ChildCaches::stop() {
-  pods_->stop();
-  services_->stop();
-  for (auto& [_, informer] : owned_) informer->stop();
-  if (pod_groups_) pod_groups_->stop();
-  if (priority_classes_) priority_classes_->stop();
+SharedCaches::~SharedCaches() { stop(); }
+
+kube::Informer& SharedCaches::make(const kube::GroupVersionResource& resource, kube::Selection selection,
+                                   std::shared_ptr<const json::FieldMask> fields, bool indexed) {
+  kube::InformerOptions o;
+  o.resource = resource;
+  o.namespaces = namespaces_;
+  o.label_selector = std::move(selection.label_selector);
+  o.keep = std::move(selection.keep);
+  o.fields = std::move(fields);
+  o.indexers.clear();
+  if (indexed) o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
+  all_.push_back(std::make_unique<kube::Informer>(client_, clock_, std::move(o)));
+  return *all_.back();
 }
 
-bool ChildCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
-  if (!pods_->wait_for_sync(left_until(deadline)) || !services_->wait_for_sync(left_until(deadline))) return false;
-  for (const auto& [_, informer] : owned_)
+void SharedCaches::watch_children(kube::Informer& informer, ChildKind kind) {
+  using Change = ChildEvent::Change;
+  kube::EventHandlers h;
+  h.on_add = [this, kind](const json::Value& obj) { dispatch(kind, Change::Added, nullptr, obj); };
+  h.on_update = [this, kind](const json::Value& old_obj, const json::Value& obj) {
+    dispatch(kind, Change::Updated, &old_obj, obj);
+  };
+  h.on_delete = [this, kind](const json::Value& obj, bool) { dispatch(kind, Change::Deleted, nullptr, obj); };
+  informer.add_handlers(std::move(h));
+}
+
+ChildEventSink* SharedCaches::sink_for(const api::OwnerReference& owner) const {
+  for (const auto& r : routes_)
+    if (r.kind == owner.kind && r.api_version == owner.api_version) return r.sink;
+  return nullptr;
+}
+
+void SharedCaches::dispatch(ChildKind kind, ChildEvent::Change change, const json::Value* previous,
+                            const json::Value& object) {
+  auto deliver = [&](const json::Value& owned_by) {
+    auto owner = api::controller_of(owned_by);
+    if (!owner) return;
+    if (ChildEventSink* sink = sink_for(*owner)) {
+      sink->child_event(ChildEvent{change, kind, object, previous, std::move(*owner), false});
+      return;
+    }
+    // A grandchild: hop through the owned object to its job.
+    auto job = controller_of_owned(std::string(api::namespace_of(owned_by)), *owner);
+    if (!job) return;
+    if (ChildEventSink* sink = sink_for(*job)) sink->child_event(ChildEvent{change, kind, object, previous, std::move(*job), true});
+  };
+  deliver(object);
+  // A controller reference that changed: the previous owner hears of it too.
+  if (previous) {
+    auto before = api::controller_of(*previous), now = api::controller_of(object);
+    if (before && (!now || now->uid != before->uid)) deliver(*previous);
+  }
+}
+
+std::optional<api::OwnerReference> SharedCaches::controller_of_owned(const std::string& ns,
+                                                                     const api::OwnerReference& owner) const {
+  for (const auto& [_, informer] : owned_) {
+    kube::ObjectPtr parent = informer->cache().get(ns + "/" + owner.name);
+    if (!parent || api::uid_of(parent->root()) != owner.uid) continue;
+    return api::controller_of(parent->root());
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<ChildCaches> SharedCaches::attach(const framework::FrameworkDescriptor& descriptor, ChildEventSink& sink) {
+  routes_.push_back(Route{descriptor.api_version(), descriptor.kind, &sink});
+  std::vector<std::string> owned;
+  for (const auto& resource : descriptor.owned_resources)
+    if (owned_.count(resource.group_resource())) owned.push_back(resource.group_resource());
+  auto labels = child_labels(descriptor);
+  if (!labels) spdlog::error("{} (the module's objects are watched unfiltered)", labels.error().message);
+  return std::unique_ptr<ChildCaches>(
+      new ChildCaches(*this, *jobs_.at(job_key(descriptor.resource())), std::move(owned), labels ? std::move(*labels) : api::Labels{}));
+}
+
+void SharedCaches::start() {
+  if (started_) return;
+  started_ = true;
+  for (auto& informer : all_) informer->start();
+}
+
+void SharedCaches::stop() {
+  for (auto& informer : all_) informer->stop();
+}
+
+bool SharedCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
+  for (const auto& informer : all_)
     if (!informer->wait_for_sync(left_until(deadline))) return false;
-  if (priority_classes_ && !priority_classes_->wait_for_sync(left_until(deadline))) return false;
-  return !pod_groups_ || pod_groups_->wait_for_sync(left_until(deadline));
+  return true;
 }
+
+// ---- ChildCaches -------------------------------------------------------------------------------
 
 framework::Observed ChildCaches::observe(const std::string& ns, const std::string& uid) const {
   framework::Observed o;
@@ -77,16 +199,16 @@ framework::Observed ChildCaches::observe(const std::string& ns, const std::strin
       o.keep_alive.push_back(std::move(obj));
     }
   };
-  collect(*pods_, o.pods);
-  collect(*services_, o.services);
-  for (const auto& [group_resource, informer] : owned_) {
+  collect(*caches_.pods_, o.pods);
+  collect(*caches_.services_, o.services);
+  for (const auto& group_resource : owned_) {
     auto& list = o.owned[group_resource];
-    collect(*informer, list);
+    collect(*caches_.owned_.at(group_resource), list);
     // Pods of owned objects (the MPI launcher Job's pods) are the framework's to see as well.
     for (const auto* owned_obj : std::vector<const json::Value*>(list)) {
       const std::string owned_uid(api::uid_of(*owned_obj));
       auto& grandchildren = o.owned["pods/" + group_resource];
-      for (auto& pod : pods_->cache().by_index(kube::kControllerUidIndex, owned_uid)) {
+      for (auto& pod : caches_.pods_->cache().by_index(kube::kControllerUidIndex, owned_uid)) {
         grandchildren.push_back(&pod->root());
         o.keep_alive.push_back(std::move(pod));
       }
@@ -96,30 +218,30 @@ framework::Observed ChildCaches::observe(const std::string& ns, const std::strin
 }
 
 const kube::Informer* ChildCaches::informer_for(const kube::GroupVersionResource& resource) const {
-  if (resource == kPods) return pods_.get();
-  if (resource == kServices) return services_.get();
-  auto it = owned_.find(resource.group_resource());
-  return it == owned_.end() ? nullptr : it->second.get();
+  if (resource == kPods) return caches_.pods_;
+  if (resource == kServices) return caches_.services_;
+  const std::string group_resource = resource.group_resource();
+  if (std::find(owned_.begin(), owned_.end(), group_resource) == owned_.end()) return nullptr;
+  return caches_.owned_.at(group_resource);
 }
 
 kube::ObjectPtr ChildCaches::pod_group(const std::string& ns, const std::string& name) const {
-  return pod_groups_ ? pod_groups_->cache().get(ns + "/" + name) : nullptr;
+  return caches_.pod_groups_ ? caches_.pod_groups_->cache().get(ns + "/" + name) : nullptr;
 }
 
 int32_t ChildCaches::priority_class_value(std::string_view class_name) const {
-  if (class_name.empty() || !priority_classes_) return 0;
-  kube::ObjectPtr priority_class = priority_classes_->cache().get(std::string(class_name));
+  if (class_name.empty() || !caches_.priority_classes_) return 0;
+  kube::ObjectPtr priority_class = caches_.priority_classes_->cache().get(std::string(class_name));
   return priority_class ? static_cast<int32_t>(json::get_int(priority_class->root(), "/value").value_or(0)) : 0;
 }
 
-std::optional<api::OwnerReference> ChildCaches::controller_of_owned(const std::string& ns,
-                                                                    const api::OwnerReference& owner) const {
-  for (const auto& [_, informer] : owned_) {
-    kube::ObjectPtr parent = informer->cache().get(ns + "/" + owner.name);
-    if (!parent || api::uid_of(parent->root()) != owner.uid) continue;
-    return api::controller_of(parent->root());
-  }
-  return std::nullopt;
+bool ChildCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
+  if (!jobs_->wait_for_sync(left_until(deadline))) return false;
+  for (const kube::Informer* informer : {caches_.pods_, caches_.services_, caches_.pod_groups_, caches_.priority_classes_})
+    if (informer && !informer->wait_for_sync(left_until(deadline))) return false;
+  for (const auto& group_resource : owned_)
+    if (!caches_.owned_.at(group_resource)->wait_for_sync(left_until(deadline))) return false;
+  return true;
 }
 
 }  // namespace unitrain::controller

@@ -1,6 +1,7 @@
 #include "core/controller/child_writes.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -55,6 +56,7 @@ std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersio
   if (!expectation_key.empty()) expectations_.expect_deletions(expectation_key, 1);
   kube::DeleteOptions options;
   options.propagation_policy = "Background";
+  options.response_fields = kube::written_fields();
   auto r = client_.remove(resource, ns_, name, options);
   if (!r) {
     // Gone already (NotFound) or not deleted: either way no watch event will lower it.
@@ -82,6 +84,19 @@ std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const j
   std::vector<const json::Value*> victims;
   for (const auto* pod : pods)
     if (!terminating(*pod)) victims.push_back(pod);
+  // In slot order (replica type, then index), as the reference operators walk their replicas;
+  // without a write pool a watcher sees the deletes in that order.
+  auto slot_of = [&](const json::Value* pod) {
+    const std::string type = replica_type_of(*pod);
+    const auto known = std::find_if(descriptor_.replica_types.begin(), descriptor_.replica_types.end(),
+                                    [&](const std::string& t) { return lower(t) == type; });
+    const std::string index(
+        json::get_string(*pod, "/metadata/labels/" + json::escape_pointer_token(framework::job_labels::kReplicaIndex)).value_or(""));
+    const bool numeric = !index.empty() && index.size() < 10 && std::all_of(index.begin(), index.end(), ::isdigit);
+    return std::tuple(known - descriptor_.replica_types.begin(), numeric ? std::stol(index) : -1L, api::name_of(*pod));
+  };
+  std::stable_sort(victims.begin(), victims.end(),
+                   [&](const json::Value* a, const json::Value* b) { return slot_of(a) < slot_of(b); });
   return run_bounded(pool_, victims, [&](const json::Value* pod) -> std::optional<kube::ApiError> {
     using framework::ChildEvent;
     const std::string pod_name(api::name_of(*pod));

@@ -10,8 +10,23 @@
 #include "core/controller/pod_builder.h"
 #include "core/controller/reconcile_pass.h"
 #include "core/controller/write_pool.h"
+#include "core/framework/ownership.h"
 
 namespace unitrain::controller {
+
+JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
+                             std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options,
+                             SharedCaches& caches)
+    : client_(client),
+      clock_(clock),
+      events_(events),
+      plugin_(std::move(plugin)),
+      options_(std::move(options)),
+      expectations_(clock),
+      queue_(clock, nullptr, options_.settle),
+      log_(log::Fields{{log::key::kController, descriptor().controller_name}, {log::key::kFramework, descriptor().name}}) {
+  init(caches);
+}
 
 JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
                              std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options)
@@ -22,16 +37,18 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       behaviour_(framework::pipeline_behaviour(*plugin_)),
       options_(std::move(options)),
       expectations_(clock),
-      queue_(clock),
+      queue_(clock, nullptr, options_.settle),
       log_(log::Fields{{log::key::kController, descriptor().controller_name}, {log::key::kFramework, descriptor().name}}) {
-  kube::InformerOptions job_options;
-  job_options.resource = descriptor().resource();
-  job_options.namespaces = options_.namespaces;
-  job_options.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
-  jobs_ = std::make_unique<kube::Informer>(client_, clock_, std::move(job_options));
-  children_ = std::make_unique<ChildCaches>(client_, clock_, descriptor(), options_.namespaces, options_.gang.get());
-  if (options_.max_parallel_writes > 1) write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
+  own_caches_ = std::make_unique<SharedCaches>(client_, clock_, std::vector{&descriptor()}, options_.namespaces,
+                                               options_.gang.get());
+  init(*own_caches_);
+}
 
+void JobController::init(SharedCaches& caches) {
+  children_ = caches.attach(descriptor(), *this);
+  // A framework that writes its pods in index order gets no pool: one write at a time.
+  if (options_.max_parallel_writes > 1 && !behaviour_.ordered_pod_writes)
+    write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
   job_handlers.on_update = [this](const json::Value& old_obj, const json::Value& obj) {
@@ -42,55 +59,34 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
     expectations_.forget_prefix(key + "/");
     queue_.add(key);
   };
-  jobs_->add_handlers(std::move(job_handlers));
-  children_->add_handlers([this](ChildKind kind) { return child_handlers(kind); });
+  children_->jobs().add_handlers(std::move(job_handlers));
 }
 
 JobController::~JobController() { stop(); }
 
-kube::EventHandlers JobController::child_handlers(ChildKind kind) {
-  kube::EventHandlers h;
-  h.on_add = [this, kind](const json::Value& obj) {
-    observe_child(kind, obj, true);
-    enqueue_owner(obj);
-  };
-  h.on_update = [this](const json::Value& old_obj, const json::Value& obj) {
-    if (api::resource_version_of(old_obj) != api::resource_version_of(obj)) enqueue_owner(obj);
-  };
-  h.on_delete = [this, kind](const json::Value& obj, bool) {
-    observe_child(kind, obj, false);
-    enqueue_owner(obj);
-  };
-  return h;
+void JobController::child_event(const ChildEvent& e) {
+  const bool is_update = e.change == ChildEvent::Change::Updated;
+  const ChildReaction r = react(e, descriptor(), behaviour_.reconciles_on_any_child, is_update && job_cached(e));
+  if (r.observed) observe_child(e);
+  if (!r.reconcile) return;
+  const std::string key = std::string(api::namespace_of(e.object)) + "/" + e.job.name;
+  if (r.status_first) queue_.add_first(key);
+  else queue_.add(key);
 }
 
-void JobController::observe_child(ChildKind kind, const json::Value& obj, bool created) {
-  // Only pods and replica Services carry expectations, keyed by the replica type they serve.
-  if (kind != ChildKind::Pod && kind != ChildKind::Service) return;
-  auto owner = api::controller_of(obj);
-  if (!owner || owner->kind != descriptor().kind) return;
-  auto type = json::get_string(obj, "/metadata/labels/" + json::escape_pointer_token(descriptor().replica_type_label));
+bool JobController::job_cached(const ChildEvent& e) const {
+  return children_->jobs().cache().holds(std::string(api::namespace_of(e.object)) + "/" + e.job.name, e.job.uid);
+}
+
+void JobController::observe_child(const ChildEvent& e) {
+  // Pods and replica Services carry expectations, keyed by the replica type they serve.
+  auto type = json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(descriptor().replica_type_label));
   if (!type) return;
-  const std::string ns(api::namespace_of(obj));
-  const std::string key = kind == ChildKind::Pod ? Expectations::pods_key(ns, owner->name, *type)
-                                                 : Expectations::services_key(ns, owner->name, *type);
-  if (created) expectations_.creation_observed(key);
+  const std::string ns(api::namespace_of(e.object));
+  const std::string key = e.kind == ChildKind::Pod ? Expectations::pods_key(ns, e.job.name, *type)
+                                                   : Expectations::services_key(ns, e.job.name, *type);
+  if (e.change == ChildEvent::Change::Added) expectations_.creation_observed(key);
   else expectations_.deletion_observed(key);
-}
-
-void JobController::enqueue_owner(const json::Value& obj) {
-  auto owner = api::controller_of(obj);
-  if (!owner) return;
-  const std::string ns(api::namespace_of(obj));
-  auto is_job = [&](const api::OwnerReference& ref) {
-    return ref.kind == descriptor().kind && ref.api_version == descriptor().api_version();
-  };
-  if (is_job(*owner)) {
-    queue_.add(ns + "/" + owner->name);
-    return;
-  }
-  // A grandchild (the pods of an MPI launcher batch Job): hop through the owned object.
-  if (auto grand = children_->controller_of_owned(ns, *owner); grand && is_job(*grand)) queue_.add(ns + "/" + grand->name);
 }
 
 void JobController::count(const std::string& ns, uint64_t JobCounters::*counter) {
@@ -121,9 +117,9 @@ std::string reconcile_id() {
 }  // namespace
 
 bool manages_job(const framework::FrameworkDescriptor& descriptor, bool owns_unset_managed_by, const json::Value& job) {
-  if (auto managed = json::get_string(job, "/spec/runPolicy/managedBy")) {
-    return std::find(descriptor.managed_by.begin(), descriptor.managed_by.end(), *managed) != descriptor.managed_by.end();
-  }
+  // managedBy, else the module that took the job before (its pin).
+  if (auto owner = framework::declared_owner(job))
+    return std::find(descriptor.managed_by.begin(), descriptor.managed_by.end(), *owner) != descriptor.managed_by.end();
   return owns_unset_managed_by;
 }
 
@@ -133,7 +129,7 @@ bool JobController::manages(const json::Value& job) const {
 
 std::vector<kube::ObjectPtr> JobController::managed_jobs() const {
   std::vector<kube::ObjectPtr> out;
-  for (auto& job : jobs_->cache().list())
+  for (auto& job : children_->jobs().cache().list())
     if (manages(job->root())) out.push_back(std::move(job));
   return out;
 }
@@ -161,7 +157,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
   ReconcileResult result;
   PassLog pass_log(log::enabled(log::Level::debug));
   std::string resource_version;
-  if (kube::ObjectPtr cached = jobs_->cache().get(key)) {
+  if (kube::ObjectPtr cached = children_->jobs().cache().get(key)) {
     resource_version = std::string(api::resource_version_of(cached->root()));
     const PassDependencies dependencies{
         .client = client_,
@@ -172,6 +168,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .gang = options_.gang.get(),
         .owns_unset_managed_by = options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
         .behaviour = behaviour_,
+        .pin_owner = options_.pin_owner,
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
     };
@@ -228,8 +225,7 @@ void JobController::worker_loop() {
 
 void JobController::start_caches() {
   if (caches_started_.exchange(true)) return;
-  children_->start();
-  jobs_->start();
+  if (own_caches_) own_caches_->start();
 }
 
 void JobController::start() {
@@ -239,8 +235,7 @@ void JobController::start() {
 }
 
 bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  return jobs_->wait_for_sync(timeout) && children_->wait_for_sync(deadline);
+  return children_->wait_for_sync(std::chrono::steady_clock::now() + timeout);
 }
 
 void JobController::stop() {
@@ -253,9 +248,7 @@ void JobController::stop() {
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
-  if (!caches_started_.exchange(false)) return;
-  jobs_->stop();
-  children_->stop();
+  if (caches_started_.exchange(false) && own_caches_) own_caches_->stop();
 }
 
 }  // namespace unitrain::controller

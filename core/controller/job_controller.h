@@ -1,6 +1,11 @@
 // The job controller: one instance per enabled framework, running the core reconcile pipeline
-// (reconcile_pass.h, docs/framework-authors.md) with the framework's hooks. It reads only from its
-// informer caches, writes through the client, and guards every create/delete with expectations.
+// (reconcile_pass.h, docs/framework-authors.md) with the framework's hooks. It reads only from the
+// informer caches (child_caches.h: shared by every controller of the process), writes through the
+// client, and guards every create/delete with expectations.
+//
+// Which changes to a job's children trigger a reconcile, and which go first (a child that
+// finished: the job's status is about to change), follows the reference operators (react() in
+// child_caches.h).
 //
 // Threading: informer threads enqueue keys; `workers` threads take keys from the work queue (a
 // key is never reconciled by two workers at once) and call reconcile().
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/controller/child_caches.h"
 #include "core/controller/expectations.h"
 #include "core/framework/plugin.h"
 #include "core/gang/gang.h"
@@ -47,10 +53,17 @@ struct JobControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 1;
   int max_parallel_writes = 8;         // pods/services of one job created concurrently
+  // How long a queued job waits before its pass, so that changes arriving together (its pods
+  // starting, its children's creates being seen) make one pass and one status write.
+  std::chrono::milliseconds settle{100};
   std::shared_ptr<const gang::Backend> gang;  // null: no gang scheduling
   // Overrides descriptor.owns_unset_managed_by: where two modules serve one kind, only the one
   // the operator names (framework::Registry::owns_unset_managed_by) takes jobs without managedBy.
   std::optional<bool> owns_unset_managed_by;
+  // Another module can serve this kind: a job without managedBy that this module takes gets
+  // the owner annotation (framework/ownership.h) at its first pass, and a job whose annotation
+  // names another module is left alone, whatever owns_unset_managed_by says.
+  bool pin_owner = false;
 };
 
 // Whether a controller of `descriptor` takes `job`: its spec.runPolicy.managedBy names the
@@ -58,16 +71,19 @@ struct JobControllerOptions {
 bool manages_job(const framework::FrameworkDescriptor& descriptor, bool owns_unset_managed_by, const json::Value& job);
 
 class WritePool;
-class ChildCaches;
-enum class ChildKind;
 
 struct ReconcileResult {
   std::optional<kube::ApiError> error;          // requeued with backoff
   std::optional<kube::Clock::Duration> requeue_after;  // a deadline or TTL to act on
 };
 
-class JobController {
+class JobController final : public ChildEventSink {
  public:
+  // On the process's shared caches (not started yet; the operator starts them once every
+  // controller is attached). options.namespaces must be the caches' scope.
+  JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
+                std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options, SharedCaches& caches);
+  // On caches of its own (a controller alone: tests, tools), started by start_caches().
   JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
                 std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options);
   JobController(const JobController&) = delete;
@@ -76,12 +92,16 @@ class JobController {
 
   const framework::FrameworkDescriptor& descriptor() const { return plugin_->descriptor(); }
 
-  // Informers only: a leader-election follower keeps warm, synced caches (and reports ready)
-  // without reconciling, so a takeover acts on a complete view at once. Keys queue up meanwhile.
+  // Caches of its own only (shared ones are the operator's to start): a leader-election follower
+  // keeps warm, synced caches (and reports ready) without reconciling, so a takeover acts on a
+  // complete view at once. Keys queue up meanwhile.
   void start_caches();
   void start();  // start_caches(), then workers
-  void stop();   // drains the queue (when workers run), joins workers, stops informers
+  void stop();   // drains the queue (when workers run), joins workers, stops caches of its own
+  // The informers this controller reads have listed once.
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  void child_event(const ChildEvent& event) override;
 
   // One pass for "namespace/name" on the calling thread.
   ReconcileResult reconcile(const std::string& key);
@@ -102,10 +122,11 @@ class JobController {
   ReconcileStats reconcile_stats() const;
 
  private:
-  void enqueue_owner(const json::Value& obj);
-  // An informer of `kind` saw one of the job's children created or deleted.
-  void observe_child(ChildKind kind, const json::Value& obj, bool created);
-  kube::EventHandlers child_handlers(ChildKind kind);
+  void init(SharedCaches& caches);
+  // A pod or replica Service the job created or deleted was seen: lowers its expectation.
+  void observe_child(const ChildEvent& event);
+  // The job the event names is cached under that name and uid.
+  bool job_cached(const ChildEvent& event) const;
   void worker_loop();
   void count(const std::string& ns, uint64_t JobCounters::*counter);
   // The reconcile error of `key`, once per cause and interval (the API faults behind most are
@@ -121,7 +142,7 @@ class JobController {
   Expectations expectations_;
   kube::WorkQueue queue_;
 
-  std::unique_ptr<kube::Informer> jobs_;
+  std::unique_ptr<SharedCaches> own_caches_;  // null on the process's shared caches
   std::unique_ptr<ChildCaches> children_;
   // Fixed threads that carry out a job's pod/service creates and deletes in parallel; shared by
   // all workers, so max_parallel_writes bounds writes in flight per controller.

@@ -37,6 +37,24 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     request.owner_reference = std::move(owner);
   }
   const auto& scheduling = run_policy().scheduling_policy;
+  const auto capabilities = deps_.plugin.capabilities();
+  if (capabilities.gang) {
+    // The framework's own rules (mpi-operator's queue, priority class and minResources).
+    auto policy = capabilities.gang->pod_group(
+        job_.root(), [this](std::string_view class_name) { return deps_.children.priority_class_value(class_name); });
+    if (!policy) return fail(internal_error(policy.error().message));
+    request.min_member = policy->min_member;
+    request.queue = policy->queue;
+    request.default_queue = false;
+    request.priority_class = policy->priority_class;
+    request.schedule_timeout_seconds = policy->schedule_timeout_seconds;
+    if (policy->min_resources) {
+      auto list = gang::resource_list_from_json(policy->min_resources->root(), "minResources");
+      if (!list) return fail(internal_error(list.error().message));
+      request.min_resources = std::move(*list);
+    }
+    return apply_pod_group(std::move(request));
+  }
   std::vector<gang::ReplicaResources> replicas;
   int32_t total = 0;
   for (const auto& type : descriptor_.replica_types) {
@@ -48,10 +66,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
         deps_.children.priority_class_value(json::get_string(*spec, "/template/spec/priorityClassName").value_or(""));
     replicas.push_back({type, n, priority, json::find(*spec, "/template/spec")});
   }
-  const auto capabilities = deps_.plugin.capabilities();
-  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available
-                       : capabilities.gang                      ? capabilities.gang->min_member(job_.root())
-                                                                : total;
+  request.min_member = scheduling && scheduling->min_available ? *scheduling->min_available : total;
   if (scheduling) {
     request.queue = scheduling->queue;
     request.priority_class = scheduling->priority_class;
@@ -70,13 +85,18 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     if (!computed) return fail(internal_error(computed.error().message));
     request.min_resources = std::move(*computed);
   }
+  return apply_pod_group(std::move(request));
+}
 
+kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gang::PodGroupRequest request) {
+  const gang::Backend* backend = deps_.gang;
   kube::ObjectPtr existing = deps_.children.pod_group(ns_, name_);
   if (existing && !api::is_controlled_by(existing->root(), uid_))
     return fail(foreign_object("PodGroup", backend->resource(), name_));
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
-    auto r = deps_.client.create(backend->resource(), ns_, desired.root());
+    label_for_caches(desired);
+    auto r = deps_.client.create(backend->resource(), ns_, desired.root(), written_only());
     if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
       writes_.child_event(framework::ChildEvent::CreateFailed, {"PodGroup", name_, {}, r.error().message});
       return fail(r.error());
@@ -84,13 +104,21 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::sync_pod_group() {
     if (r) {
       log_.note("created podgroups", name_);
       writes_.child_event(framework::ChildEvent::Created, {"PodGroup", name_});
+    } else {
+      // Not in the label-selected cache: ours (created before it had our labels, or just now)
+      // or someone else's.
+      auto live = deps_.client.get(backend->resource(), ns_, name_);
+      if (!live && !live.error().is(ApiError::Reason::NotFound)) return fail(live.error());
+      if (live && !api::is_controlled_by(live->root(), uid_)) return fail(foreign_object("PodGroup", backend->resource(), name_));
+      if (live)
+        if (auto e = label_into_caches(backend->resource(), live->root())) return fail(*e);
     }
   } else if (backend->spec_differs(existing->root(), desired.root())) {
     json::Document updated = *existing;
     auto& a = updated.alloc();
     updated.root().RemoveMember("spec");
     updated.root().AddMember("spec", json::clone(desired.root()["spec"], a), a);
-    auto r = deps_.client.update(backend->resource(), ns_, updated.root());
+    auto r = deps_.client.update(backend->resource(), ns_, updated.root(), written_only());
     if (!r) return fail(r.error());
     log_.note("updated podgroups", name_);
   }
@@ -112,14 +140,20 @@ std::optional<ApiError> ReconcilePass::delete_pod_group() {
 
 // --- desired objects ------------------------------------------------------------------------------
 
-std::optional<ApiError> ReconcilePass::apply_desired_objects() {
+std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase) {
   // Everything the framework wants besides slot pods: get-or-create, update when the compared
-  // fields drift, prune what is no longer wanted.
-  auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
-  if (!desired) return internal_error(desired.error().message);
-  for (const auto& want : *desired)
+  // fields drift. Asked for once per pass: what a framework wants after its pods is decided on
+  // what it observed at the start, as the rest is.
+  if (!desired_) {
+    auto desired = deps_.plugin.desired_objects(job_.root(), observed_);
+    if (!desired) return internal_error(desired.error().message);
+    desired_ = std::move(*desired);
+  }
+  for (const auto& want : *desired_) {
+    if (want.after_pods != (phase == DesiredPhase::AfterPods)) continue;
     if (auto e = create_or_update(want)) return e;
-  return prune_undesired(*desired);
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
@@ -130,6 +164,14 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
     json::Document obj = want.object;
     (void)json::set_string(obj, "/metadata/namespace", ns_);
     if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    label_for_caches(obj);
+    if (want.use_existing) {
+      // The cache holds only objects with our labels: one the job may use as it is (a
+      // ServiceAccount the pod template names) is looked up rather than created in vain.
+      auto live = deps_.client.get(want.resource, ns_, obj_name);
+      if (live) return api::is_controlled_by(live->root(), uid_) ? label_into_caches(want.resource, live->root()) : std::nullopt;
+      if (!live.error().is(ApiError::Reason::NotFound)) return live.error();
+    }
     // A replica's Service is guarded like its pod: until the informer has seen it, the next
     // pass must not create it again (training-operator's CreateNewService raises the services
     // expectation before the POST). Without the replica-type label no informer event could
@@ -140,14 +182,15 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
     }
     if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
-    auto r = deps_.client.create(want.resource, ns_, obj.root());
+    auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
     if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
     if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
       // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
       // or someone else's.
       auto live = deps_.client.get(want.resource, ns_, obj_name);
       if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-      if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
+      if (api::is_controlled_by(live->root(), uid_)) return label_into_caches(want.resource, live->root());
+      if (want.use_existing) return std::nullopt;
       return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
     }
     const std::string kind(api::kind_of(want.object.root()));
@@ -181,6 +224,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   // PUT would rewrite it unchanged.
   if (!differs(live->root())) return std::nullopt;
   json::Document updated = std::move(*live);
+  if (auto e = clear_status_first(want, updated)) return e;
   for (const auto& pointer : want.compared) {
     if (const json::Value* need = json::find(want.object.root(), pointer)) {
       if (auto s = json::set(updated, pointer, json::clone(*need, updated.alloc())); !s) return internal_error(s.error().message);
@@ -188,15 +232,32 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       json::remove(updated, pointer);
     }
   }
-  auto r = deps_.client.update(want.resource, ns_, updated.root());
+  auto r = deps_.client.update(want.resource, ns_, updated.root(), written_only());
   if (!r) return r.error();
   log_.note("updated " + want.resource.resource, obj_name);
   return std::nullopt;
 }
 
-std::optional<ApiError> ReconcilePass::prune_undesired(const std::vector<framework::DesiredObject>& desired) {
+std::optional<ApiError> ReconcilePass::clear_status_first(const framework::DesiredObject& want, json::Document& live) {
+  json::Document cleared = json::Document::copy_of(live.root());
+  bool changed = false;
+  for (const auto& pointer : want.status_cleared_first) {
+    if (json::find(cleared.root(), pointer) == nullptr) continue;
+    json::remove(cleared, pointer);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  auto r = deps_.client.update_status(want.resource, ns_, cleared.root());
+  if (!r) return r.error();
+  live = std::move(*r);  // the update goes on from the resourceVersion this write returned
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::prune_undesired() {
+  // What the framework no longer wants goes (after apply_desired_objects asked for it).
+  if (!desired_) return std::nullopt;
   std::map<std::string, std::set<std::string>> wanted;  // resource.group -> names
-  for (const auto& want : desired) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
+  for (const auto& want : *desired_) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.
@@ -266,7 +327,7 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
-  auto r = deps_.client.create(kPods, ns_, built->pod.root());
+  auto r = deps_.client.create(kPods, ns_, built->pod.root(), written_only());
   if (r) {
     log_.note("created pods", pod_name);
     writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});
@@ -284,6 +345,31 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
   if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
   return foreign_object("Pod", kPods, pod_name);
+}
+
+void ReconcilePass::label_for_caches(json::Document& obj) const {
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (!json::find(obj.root(), pointer)) (void)json::set_string(obj, pointer, value);
+  }
+}
+
+std::optional<ApiError> ReconcilePass::label_into_caches(const kube::GroupVersionResource& resource,
+                                                         const json::Value& live) {
+  auto patch = json::Document::object();
+  bool missing = false;
+  for (const auto& [key, value] : deps_.children.child_labels()) {
+    const std::string pointer = "/metadata/labels/" + json::escape_pointer_token(key);
+    if (json::get_string(live, pointer) == value) continue;
+    (void)json::set_string(patch, pointer, value);
+    missing = true;
+  }
+  if (!missing) return std::nullopt;
+  kube::PatchOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.patch(resource, ns_, api::name_of(live), kube::PatchType::Merge, patch.dump(), opts);
+  if (!r && !r.error().is(ApiError::Reason::NotFound)) return r.error();
+  return std::nullopt;
 }
 
 ApiError ReconcilePass::foreign_object(std::string_view kind, const kube::GroupVersionResource& resource,

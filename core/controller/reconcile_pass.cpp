@@ -11,6 +11,7 @@
 #include "core/controller/abnormal_pods.h"
 #include "core/controller/pod_builder.h"
 #include "core/controller/restart_policy.h"
+#include "core/framework/ownership.h"
 
 namespace unitrain::controller {
 
@@ -61,6 +62,9 @@ ReconcileResult ReconcilePass::run() {
                                          api::resource_version_of(cached())));
     return {};
   }
+  auto pinned = pin_owner();
+  if (!pinned) return failed_with(pinned.error());
+  if (*pinned) return {};
   if (auto e = load()) return failed_with(*e);
   record_created();
   if (auto validation = deps_.plugin.validate(nullptr, job_.root()); !validation.ok()) {
@@ -93,6 +97,11 @@ ReconcileResult ReconcilePass::run() {
     return clean_up_finished();
   }
 
+  // A framework whose PodGroup never holds pod creation (mpi-operator) creates its own objects
+  // first and the PodGroup after them, as its reference does; otherwise nothing is created
+  // until the gang admits the job.
+  if (!deps_.behaviour.gang_holds_pod_creation)
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   auto admission = sync_pod_group();
   if (!admission) return failed_with(admission.error());
   if (*admission == GangAdmission::Held) {
@@ -101,8 +110,11 @@ ReconcileResult ReconcilePass::run() {
     if (auto e = write_status(job_on_server)) return failed_with(*e);
     return {std::nullopt, limits.deadline_in};
   }
-  if (auto e = apply_desired_objects()) return failed_with(*e);
+  if (deps_.behaviour.gang_holds_pod_creation)
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   if (auto e = sync_slot_pods(plan)) return failed_with(*e);
+  if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return failed_with(*e);
+  if (auto e = prune_undesired()) return failed_with(*e);
   if (auto e = propose_status()) return failed_with(*e);
   if (auto e = write_status(job_on_server)) return failed_with(*e);
   return {std::nullopt, limits.deadline_in};
@@ -111,8 +123,26 @@ ReconcileResult ReconcilePass::run() {
 // --- admission ----------------------------------------------------------------------------------
 
 bool ReconcilePass::managed_here() const {
-  // managedBy: another controller's job gets no writes at all.
+  // managedBy (or the module that took the job before): another controller's job gets no
+  // writes at all.
   return manages_job(descriptor_, deps_.owns_unset_managed_by, cached());
+}
+
+kube::ApiResult<bool> ReconcilePass::pin_owner() {
+  if (!deps_.pin_owner || descriptor_.managed_by.empty() || framework::declared_owner(cached())) return false;
+  // Conditional on the resourceVersion the decision was made on: a concurrent change (another
+  // module pinning first) fails with a conflict instead of being overwritten.
+  json::Document patch = json::Document::object();
+  (void)json::set_string(patch, "/metadata/resourceVersion", api::resource_version_of(cached()));
+  (void)json::set_string(patch, "/metadata/annotations/" + json::escape_pointer_token(framework::kOwnerAnnotation),
+                         descriptor_.managed_by.front());
+  auto patched = deps_.client.patch(descriptor_.resource(), ns_, name_, kube::PatchType::Merge, patch.dump());
+  if (!patched) {
+    if (patched.error().is(ApiError::Reason::NotFound)) return true;
+    return fail(patched.error());
+  }
+  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(patched->root()));
+  return true;
 }
 
 bool ReconcilePass::own_last_write_seen() {
@@ -204,7 +234,9 @@ ReconcileResult ReconcilePass::clean_up_finished() {
     result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
     return result;
   }
-  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, {});
+  kube::DeleteOptions opts;
+  opts.response_fields = kube::written_fields();
+  auto r = deps_.client.remove(descriptor_.resource(), ns_, name_, opts);
   if (!r) {
     // NotFound: a pass that ran before the cache saw our own delete; counted once already.
     if (r.error().is(ApiError::Reason::NotFound)) return result;
@@ -221,16 +253,24 @@ ReconcileResult ReconcilePass::suspend() {
   // Suspended is written first; pods, services and the PodGroup go after.
   auto& status = draft_.status();
   for (auto& [_, replica] : status.replica_statuses) replica.active = 0;
-  if (status.is_running()) draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
+  if (!deps_.behaviour.status_while_suspended && status.is_running())
+    draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
   if (!status.is_suspended()) {
     auto wording = words(CoreEvent::Suspended);
     draft_.set_condition(api::condition_type::kSuspended, wording, now_);
     announce_when_written(wording);
   }
+  // mpi-operator's status of a suspended job: Running=False after Suspended, both replica entries.
+  if (deps_.behaviour.status_while_suspended)
+    if (auto e = propose_status()) return {std::move(*e), std::nullopt};
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
+  // The framework's objects are kept (in their usual order) before the pods go: a launcher is
+  // suspended before its workers are deleted, so that losing them is no failure of its own.
+  if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return {std::move(*e), std::nullopt};
+  if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return {std::move(*e), std::nullopt};
   if (auto e = writes_.delete_pods(observed_.pods, observed_.services)) return {std::move(*e), std::nullopt};
   if (auto e = delete_pod_group()) return {std::move(*e), std::nullopt};
-  if (auto e = apply_desired_objects()) return {std::move(*e), std::nullopt};
+  if (auto e = prune_undesired()) return {std::move(*e), std::nullopt};
   return {};
 }
 
@@ -332,7 +372,7 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
   json::Document obj = json::Document::copy_of(job_on_server);
   if (auto st = api::set_job_status(obj, draft_.status()); !st) return internal_error(st.error().message);
   note_status_decisions();
-  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root());
+  auto r = deps_.client.update_status(descriptor_.resource(), ns_, obj.root(), written_only());
   if (!r) {
     log_.notef("failed to write the status", "{}", r.error().message);
     return r.error();

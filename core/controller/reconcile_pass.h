@@ -36,6 +36,10 @@
 
 namespace unitrain::controller {
 
+// A pass reads back at most the identity and new resourceVersion of what it writes: the rest of
+// a response is never decoded.
+inline kube::WriteOptions written_only() { return {kube::written_fields()}; }
+
 // What a pass uses of its controller.
 struct PassDependencies {
   kube::Client& client;
@@ -46,6 +50,7 @@ struct PassDependencies {
   const gang::Backend* gang;  // null: no gang scheduling
   bool owns_unset_managed_by;
   framework::PipelineBehaviour behaviour;  // the plugin's PipelineDepartures, resolved once
+  bool pin_owner;             // JobControllerOptions::pin_owner
   WritePool* write_pool;      // null: writes one at a time
   std::function<void(const std::string& ns, uint64_t JobCounters::*counter)> count;
 };
@@ -66,9 +71,14 @@ class ReconcilePass {
     std::vector<framework::CoreWording> events;  // a failed replica's: one per failed pod
   };
   enum class GangAdmission { Admitted, Held };
+  // Which of the framework's desired objects a step writes (DesiredObject::after_pods).
+  enum class DesiredPhase { BeforePods, AfterPods };
 
   // --- admission ------------------------------------------------------------------------------
   bool managed_here() const;
+  // Records this module in the job's owner annotation (pin_owner, no owner named yet). True when
+  // it was written now, or the job is gone: the pass ends here (our update requeues the job).
+  kube::ApiResult<bool> pin_owner();
   bool own_last_write_seen();
   bool expectations_satisfied() const;
 
@@ -85,7 +95,8 @@ class ReconcilePass {
   std::optional<TerminalFailure> terminal_failure(const SlotPlan& plan, const RunLimitsVerdict& limits) const;
   std::optional<kube::ApiError> write_failure(const TerminalFailure& failure, const json::Value& job_on_server);
   kube::ApiResult<GangAdmission> sync_pod_group();
-  std::optional<kube::ApiError> apply_desired_objects();
+  kube::ApiResult<GangAdmission> apply_pod_group(gang::PodGroupRequest request);
+  std::optional<kube::ApiError> apply_desired_objects(DesiredPhase phase);
   std::optional<kube::ApiError> sync_slot_pods(const SlotPlan& plan);
   std::optional<kube::ApiError> propose_status();
 
@@ -95,8 +106,16 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
   std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
   std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
-  std::optional<kube::ApiError> prune_undesired(const std::vector<framework::DesiredObject>& desired);
+  // Removes want.status_cleared_first from `live` through the status subresource; `live` becomes
+  // what that write returned.
+  std::optional<kube::ApiError> clear_status_first(const framework::DesiredObject& want, json::Document& live);
+  std::optional<kube::ApiError> prune_undesired();
   std::optional<kube::ApiError> delete_pod_group();
+  // The caches select a job's children by the module's child labels: an object the pass creates
+  // gets them, and one of ours found without them (made before the module had them) gets them
+  // added, so the caches see it from then on.
+  void label_for_caches(json::Document& obj) const;
+  std::optional<kube::ApiError> label_into_caches(const kube::GroupVersionResource& resource, const json::Value& live);
   // The Warning event and the pass's error for an object under our name that the job does not control.
   kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
@@ -119,6 +138,7 @@ class ReconcilePass {
   api::RunPolicy run_policy_;
   StatusDraft draft_{api::JobStatus{}};
   framework::Observed observed_;
+  std::optional<std::vector<framework::DesiredObject>> desired_;  // asked for once per pass
   PassLog& log_;
   ChildWrites writes_;
 };

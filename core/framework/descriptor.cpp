@@ -1,6 +1,7 @@
 #include "core/framework/descriptor.h"
 
 #include "core/framework/ascii.h"
+#include "core/framework/job_labels.h"
 
 namespace unitrain::framework {
 
@@ -22,6 +23,7 @@ FrameworkDescriptor kubeflow_v1_descriptor(std::string_view kind, std::string_vi
   d.default_port_name = std::string(port_name);
   d.default_port = port;
   d.controller_name = k + "-controller";
+  d.child_label_selector = std::string(job_labels::kOperatorName) + "=" + d.controller_name;
   d.metrics_framework = std::string(metrics_framework);
   d.managed_by = {"kubeflow.org/training-operator"};
   d.owns_unset_managed_by = true;

@@ -56,13 +56,20 @@ struct FrameworkDescriptor {
   // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
   std::vector<kube::GroupVersionResource> owned_resources;
 
+  // A label selector every object the module's jobs own matches: its pods, Services and owned
+  // kinds ("training.kubeflow.org/operator-name=pytorchjob-controller"). The process-wide caches
+  // list and watch only objects that match one enabled module's selector, and the core puts
+  // these labels on every object it creates for a job, so plain "key=value[,key=value]" only.
+  // Empty: the module's kinds are watched unfiltered.
+  std::string child_label_selector;
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }
 };
 
 // The descriptor every kubeflow.org/v1 training-operator kind shares: name
 // "kubeflow.org/<kind lower>", aliases "<kind lower>" and the metrics framework ("pytorch"),
-// plural "<kind lower>s", controller "<kind lower>-controller", managedBy training-operator.
+// plural "<kind lower>s", controller "<kind lower>-controller" (children selected by its
+// operator-name label), managedBy training-operator.
 FrameworkDescriptor kubeflow_v1_descriptor(std::string_view kind, std::string_view replica_specs_field,
                                            std::vector<std::string> replica_types, std::string_view container,
                                            std::string_view port_name, int32_t port, std::string_view metrics_framework);

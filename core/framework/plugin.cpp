@@ -106,7 +106,10 @@ PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin) {
           .enforces_run_limits = d->enforces_run_limits(),
           .gang_holds_pod_creation = d->gang_holds_pod_creation(),
           .delete_services_with_pods = d->delete_services_with_pods(),
-          .validates_defaulted = d->validates_defaulted()};
+          .validates_defaulted = d->validates_defaulted(),
+          .reconciles_on_any_child = d->reconciles_on_any_child(),
+          .status_while_suspended = d->status_while_suspended(),
+          .ordered_pod_writes = d->ordered_pod_writes()};
 }
 
 }  // namespace unitrain::framework

@@ -72,6 +72,12 @@ struct DesiredObject {
   // An existing object of this name that the job does not control is used as it is instead of
   // being an ErrResourceExists conflict (a ServiceAccount the pod template names).
   bool use_existing = false;
+  // Created or updated once the slot pods exist, not before them (mpi-operator's launcher Job
+  // comes after its workers, and is unsuspended only once they are back).
+  bool after_pods = false;
+  // Fields (JSON Pointers under /status) removed through the status subresource before an update
+  // of the object: a batch/v1 Job's pod template may change only while status.startTime is unset.
+  std::vector<std::string> status_cleared_first{};
 };
 
 // The children of one job, as the informer caches see them (projections; see core/kube).
@@ -109,18 +115,34 @@ struct StatusProposal {
   };
   std::map<std::string, ReplicaCounts> replica_statuses;  // by replica type
   std::vector<Condition> conditions;                       // applied in order
-  std::vector<Event> events;                               // recorded in order
+  // Recorded, in order, once the status this proposal changed is written (a pass that writes
+  // nothing records none): the events of the transitions the hook saw.
+  std::vector<Event> events;
   bool set_completion_time = false;
   std::optional<std::string> completion_time;              // RFC 3339; else "now" when set
 };
 
 // --- optional capabilities ---------------------------------------------------------------------
 
+// The PodGroup a framework asks for, where its reference operator's rules differ from
+// training-operator's (which the core applies without this capability).
+struct PodGroupPolicy {
+  int32_t min_member = 0;
+  std::string queue;           // Volcano; "" leaves the field out
+  std::string priority_class;  // Volcano; "" leaves the field out
+  // A ResourceList ({"cpu":"2","memory":"1Gi"}); unset leaves the field out.
+  std::optional<json::Document> min_resources;
+  std::optional<int32_t> schedule_timeout_seconds;  // scheduler-plugins
+};
+
 // How the framework contributes to its PodGroup (minMember and minResources rules differ).
 class GangContribution {
  public:
   virtual ~GangContribution() = default;
-  virtual int32_t min_member(const json::Value& job) const = 0;
+  // `priority_of` gives the value of a PriorityClass by name (0 when unknown). Errors name the
+  // field (a quantity that does not parse).
+  virtual Result<PodGroupPolicy> pod_group(const json::Value& job,
+                                           const std::function<int32_t(std::string_view)>& priority_of) const = 0;
 };
 
 // A kind that is deprecated: the warning goes back on every create, update and delete
@@ -133,7 +155,7 @@ class DeprecationNotice {
 
 // Where a kind's reference operator runs jobs unlike training-operator's common job controller,
 // whose ways the core follows for a module without this capability. A module overrides only
-// the answers where it departs (mpi-operator v2 departs in all five). Asked once, when the
+// the answers where it departs (mpi-operator v2 departs in all of them). Asked once, when the
 // controller and the webhooks are built; the answers are constants of the kind.
 class PipelineDepartures {
  public:
@@ -152,6 +174,17 @@ class PipelineDepartures {
   // The validating webhook checks the defaulted object (mpi-operator: SetDefaults, then
   // ValidateMPIJob); training-operator's webhooks check the raw one.
   virtual bool validates_defaulted() const { return false; }
+  // Every create and delete of a job's children triggers a reconcile (mpi-operator); otherwise
+  // only those of objects carrying the replica-type label do (a ConfigMap's or a PodGroup's
+  // trigger nothing). Updates trigger either way.
+  virtual bool reconciles_on_any_child() const { return false; }
+  // The status is computed on suspended passes too (mpi-operator: the hook proposes
+  // Running=False after the core's Suspended, and the replica counts); training-operator's
+  // suspend writes only Suspended and, for a running job, Running=False.
+  virtual bool status_while_suspended() const { return false; }
+  // Workers are created and deleted one at a time in index order, so a watcher sees them in
+  // that order (mpi-operator); training-operator's kinds are written in parallel.
+  virtual bool ordered_pod_writes() const { return false; }
 };
 
 struct Capabilities {
@@ -298,6 +331,9 @@ struct PipelineBehaviour {
   bool gang_holds_pod_creation = true;
   bool delete_services_with_pods = true;
   bool validates_defaulted = false;
+  bool reconciles_on_any_child = false;
+  bool status_while_suspended = false;
+  bool ordered_pod_writes = false;
 };
 PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin);
 

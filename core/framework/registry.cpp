@@ -212,4 +212,12 @@ Result<Registration> module_registration(RegisterFunction register_module, const
   return r;
 }
 
+bool Registry::kind_shared(std::string_view name) const {
+  const Registration* self = find(name);
+  if (self == nullptr) return false;
+  for (const auto& r : registrations_)
+    if (&r != self && r.descriptor.group == self->descriptor.group && r.descriptor.kind == self->descriptor.kind) return true;
+  return false;
+}
+
 }  // namespace unitrain::framework

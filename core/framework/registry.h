@@ -121,6 +121,10 @@ class Registry {
   // value never reaches two controllers.
   bool owns_unset_managed_by(std::string_view name, const std::vector<std::string>& enabled,
                              const EnablementOptions& options) const;
+  // Whether another registered module (enabled or not) serves the kind of module `name`: then
+  // which module takes a job without managedBy can change between runs, and the one that takes
+  // it pins itself in the job (JobControllerOptions::pin_owner).
+  bool kind_shared(std::string_view name) const;
 
   // Builds the plugin for an enabled framework; every declared option gets its default unless set.
   Result<std::unique_ptr<FrameworkPlugin>> instantiate(std::string_view name, PluginConfig config) const;

@@ -76,9 +76,11 @@ class Volcano final : public Backend {
     auto& spec = pg.root()["spec"];
     spec.AddMember("minMember", r.min_member, a);
     std::string queue = r.queue;
-    if (queue.empty() && existing) queue = std::string(json::get_string(*existing, "/spec/queue").value_or(""));
-    if (queue.empty()) queue = "default";
-    spec.AddMember("queue", json::str(queue, a), a);
+    if (r.default_queue) {
+      if (queue.empty() && existing) queue = std::string(json::get_string(*existing, "/spec/queue").value_or(""));
+      if (queue.empty()) queue = "default";
+    }
+    if (!queue.empty()) spec.AddMember("queue", json::str(queue, a), a);
     if (!r.priority_class.empty()) spec.AddMember("priorityClassName", json::str(r.priority_class, a), a);
     if (r.min_resources) spec.AddMember("minResources", json::clone(to_json(*r.min_resources).root(), a), a);
     return pg;
@@ -122,7 +124,9 @@ class SchedulerPlugins final : public Backend {
     auto& a = pg.alloc();
     auto& spec = pg.root()["spec"];
     spec.AddMember("minMember", r.min_member, a);
-    if (r.min_resources) spec.AddMember("minResources", json::clone(to_json(*r.min_resources).root(), a), a);
+    // A ResourceList value with omitempty: an empty list is left out.
+    if (r.min_resources && !r.min_resources->empty())
+      spec.AddMember("minResources", json::clone(to_json(*r.min_resources).root(), a), a);
     if (r.schedule_timeout_seconds) spec.AddMember("scheduleTimeoutSeconds", *r.schedule_timeout_seconds, a);
     return pg;
   }
@@ -175,25 +179,34 @@ Result<ResourceList> resource_list_from_json(const json::Value& v, std::string_v
   return out;
 }
 
-Result<ResourceList> pod_requests(const json::Value& pod_spec) {
+Result<ResourceList> pod_requests(const json::Value& pod_spec, MissingRequests rule) {
   ResourceList sum;
   const json::Value* containers = json::find(pod_spec, "/containers");
   if (!containers || !containers->IsArray()) return sum;
-  for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
-    const json::Value& c = (*containers)[i];
-    const json::Value* requests = json::find(c, "/resources/requests");
-    const char* which = "requests";
-    if (!requests || requests->IsNull()) {
-      requests = json::find(c, "/resources/limits");
-      which = "limits";
-    }
-    if (!requests || requests->IsNull()) continue;
-    auto list = resource_list_from_json(*requests, fmt::format("containers[{}].resources.{}", i, which));
-    if (!list) return fail(list.error().message);
-    for (const auto& [name, q] : *list) {
+  auto add = [&](const ResourceList& list) {
+    for (const auto& [name, q] : list) {
       auto [it, inserted] = sum.try_emplace(name, q);
       if (!inserted) it->second += q;
     }
+  };
+  for (rapidjson::SizeType i = 0; i < containers->Size(); ++i) {
+    const json::Value& c = (*containers)[i];
+    auto read = [&](const char* which) -> Result<ResourceList> {
+      const json::Value* v = json::find(c, fmt::format("/resources/{}", which));
+      if (!v || v->IsNull()) return ResourceList{};
+      return resource_list_from_json(*v, fmt::format("containers[{}].resources.{}", i, which));
+    };
+    const json::Value* requested = json::find(c, "/resources/requests");
+    auto requests = read("requests");
+    if (!requests) return fail(requests.error().message);
+    if (rule == MissingRequests::LimitsWhenNone && requested && !requested->IsNull()) {
+      add(*requests);
+      continue;
+    }
+    auto limits = read("limits");
+    if (!limits) return fail(limits.error().message);
+    for (const auto& [name, q] : *limits) requests->try_emplace(name, q);
+    add(*requests);
   }
   return sum;
 }

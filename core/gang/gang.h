@@ -29,7 +29,10 @@ struct PodGroupRequest {
   json::Document annotations;           // Volcano copies the job's annotations; null for none
   json::Document owner_reference;       // the job's controller reference
   int32_t min_member = 0;
-  std::string queue;                    // Volcano; "" keeps an existing group's queue or "default"
+  std::string queue;                    // Volcano; see default_queue
+  // training-operator's rule: an empty queue keeps an existing group's queue, else "default".
+  // Without it (mpi-operator) an empty queue is left out of the spec.
+  bool default_queue = true;
   std::string priority_class;           // Volcano
   std::optional<ResourceList> min_resources;
   std::optional<int32_t> schedule_timeout_seconds;  // scheduler-plugins
@@ -82,8 +85,14 @@ struct ReplicaResources {
 // given order), take pods until `min_member` are counted, and sum each pod's container
 // requests (limits where a container has no requests). Errors name the bad quantity's field.
 Result<ResourceList> min_resources(std::vector<ReplicaResources> replicas, int32_t min_member);
-// Σ requests (else limits) of a pod spec's containers, init containers excluded.
-Result<ResourceList> pod_requests(const json::Value& pod_spec);
+// Where a container's requests come from when it lacks some.
+enum class MissingRequests {
+  LimitsWhenNone,      // training-operator: a container without requests counts its limits
+  LimitsPerResource,   // mpi-operator: each resource limited but not requested counts its limit
+};
+// Σ requests of a pod spec's containers, init containers excluded, limits filling in per `rule`.
+Result<ResourceList> pod_requests(const json::Value& pod_spec,
+                                  MissingRequests rule = MissingRequests::LimitsWhenNone);
 
 // {"cpu":"1500m","memory":"1Gi"} in canonical quantity form.
 json::Document to_json(const ResourceList& resources);

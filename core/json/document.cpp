@@ -10,6 +10,8 @@
 #include <rapidjson/writer.h>
 
 #include "core/json/json.h"
+#include "core/json/field_mask.h"
+#include "core/json/mask_filter.h"
 
 namespace unitrain::json {
 
@@ -57,10 +59,12 @@ Document Document::array() {
 
 namespace {
 
-// Forwards SAX events to a Document while counting nesting, so a hostile input cannot make the
-// recursive helpers (copy, dump, equal, canonical, patches) overflow the stack later.
+// Forwards SAX events to a Document (or a filter in front of one) while counting nesting, so a
+// hostile input cannot make the recursive helpers (copy, dump, equal, canonical, patches)
+// overflow the stack later.
+template <class Sink>
 struct DepthLimitedHandler {
-  rapidjson::Document& doc;
+  Sink& doc;
   int depth = 0;
   bool too_deep = false;
 
@@ -129,14 +133,22 @@ struct DepthLimitedHandler {
 
 struct TextGenerator {
   std::string_view text;
+  const FieldMask* mask = nullptr;  // null: everything
   rapidjson::ParseResult result;
   bool too_deep = false;
   bool number_out_of_range = false;
 
   bool operator()(rapidjson::Document& doc) {
+    if (!mask) return parse_into(doc);
+    detail::MaskFilter<rapidjson::Document> filter(doc, mask->root());
+    return parse_into(filter);
+  }
+
+  template <class Sink>
+  bool parse_into(Sink& sink) {
     rapidjson::MemoryStream ms(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
-    DepthLimitedHandler handler{doc};
+    DepthLimitedHandler<Sink> handler{sink};
     rapidjson::Reader reader;
     // Iterative: the parser itself uses no stack per nesting level. Without
     // kParseStopWhenDoneFlag, trailing garbage after the value is an error.
@@ -194,11 +206,10 @@ bool find_duplicate_key(const Value& v, std::string& key, std::vector<std::strin
 
 }  // namespace
 
-Result<Document> Document::parse(std::string_view text) {
-  // Parsed values take about as many bytes as their text (strings copied, 16-byte nodes).
-  Document d(chunk_for(text.size()));
-  TextGenerator gen{text, {}, false, false};
-  d.storage_->doc.Populate(gen);
+namespace {
+
+// What went wrong in a parse, as its error; ok when the document is good.
+Status parse_outcome(const TextGenerator& gen, const Value& root) {
   if (gen.too_deep) {
     return fail(fmt::format("invalid JSON at offset {}: nesting deeper than {} levels",
                             gen.result.Offset(), kMaxDepth));
@@ -213,11 +224,45 @@ Result<Document> Document::parse(std::string_view text) {
   }
   std::string key;
   std::vector<std::string> reversed_path;
-  if (find_duplicate_key(d.storage_->doc, key, reversed_path)) {
+  if (find_duplicate_key(root, key, reversed_path)) {
     std::string path;
     for (auto it = reversed_path.rbegin(); it != reversed_path.rend(); ++it) path += "/" + *it;
     return fail(fmt::format("invalid JSON: duplicate key \"{}\" in {}", key, path.empty() ? "/" : path));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Document> Document::parse(std::string_view text) {
+  // Parsed values take about as many bytes as their text (strings copied, 16-byte nodes).
+  Document d(chunk_for(text.size()));
+  TextGenerator gen{text, nullptr, {}, false, false};
+  d.storage_->doc.Populate(gen);
+  if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
+  return d;
+}
+
+Result<Document> Document::parse(std::string_view text, const FieldMask& mask) {
+  // A mask keeps a small part of what it reads: start small, the pool grows as needed.
+  Document d(kSmallChunk);
+  TextGenerator gen{text, &mask, {}, false, false};
+  d.storage_->doc.Populate(gen);
+  if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
+  return d;
+}
+
+Document Document::project(const Value& v, const FieldMask& mask) {
+  Document d(kSmallChunk);
+  struct Generator {
+    const Value& v;
+    const FieldMask& mask;
+    bool operator()(rapidjson::Document& doc) {
+      detail::MaskFilter<rapidjson::Document> filter(doc, mask.root());
+      return v.Accept(filter);
+    }
+  } gen{v, mask};
+  d.storage_->doc.Populate(gen);
   return d;
 }
 

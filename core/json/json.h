@@ -21,6 +21,7 @@
 namespace unitrain::json {
 
 using Value = rapidjson::Value;
+class FieldMask;  // field_mask.h
 
 // Deepest nesting of arrays/objects accepted from JSON or YAML text. The helpers below recurse
 // per level, so input is bounded here instead of trusting every caller's stack.
@@ -37,6 +38,11 @@ class Document {
   // Nesting deeper than kMaxDepth is rejected ("nesting deeper than 1000 levels"), and so is an
   // object with a repeated member name ("invalid JSON: duplicate key \"a\" in /spec").
   static Result<Document> parse(std::string_view text);
+  // Builds only what `mask` keeps of the text (field_mask.h), in one streaming pass: the rest is
+  // read and checked like parse() does, never built. Same errors as parse().
+  static Result<Document> parse(std::string_view text, const FieldMask& mask);
+  // What `mask` keeps of `v`, as a new document.
+  static Document project(const Value& v, const FieldMask& mask);
   // Deep copy of any value into a new document.
   static Document copy_of(const Value& v);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/json/field_mask.h"
 #include "core/json/json.h"
 #include "core/kube/resource.h"
 
@@ -55,6 +56,9 @@ struct ListOptions {
   std::string continue_token;
   std::string resource_version;     // "" = most recent (quorum read)
   std::string resource_version_match;
+  // Only these members of each item are wanted: a client may decode nothing else (RestClient
+  // builds only them, in one streaming pass over the response). Null: whole objects.
+  std::shared_ptr<const json::FieldMask> fields;
 };
 
 struct WatchOptions {
@@ -63,6 +67,15 @@ struct WatchOptions {
   std::string resource_version;
   bool allow_bookmarks = true;
   std::optional<int64_t> timeout_seconds;
+  // Only these members of each event's object are wanted (see ListOptions::fields).
+  std::shared_ptr<const json::FieldMask> fields;
+};
+
+// What the caller of a write reads of the response (the object as written): most read nothing
+// but its new resourceVersion (written_fields()). A client may decode nothing else, as for
+// ListOptions::fields. Null: the whole object.
+struct WriteOptions {
+  std::shared_ptr<const json::FieldMask> response_fields;
 };
 
 enum class PatchType { Merge, JSON, Strategic, Apply };
@@ -70,6 +83,7 @@ enum class PatchType { Merge, JSON, Strategic, Apply };
 struct PatchOptions {
   std::string field_manager;
   bool force = false;  // server-side apply only
+  std::shared_ptr<const json::FieldMask> response_fields;  // see WriteOptions
 };
 
 struct DeleteOptions {
@@ -77,7 +91,11 @@ struct DeleteOptions {
   std::optional<int64_t> grace_period_seconds;
   std::optional<std::string> precondition_uid;
   std::optional<std::string> precondition_resource_version;
+  std::shared_ptr<const json::FieldMask> response_fields;  // see WriteOptions
 };
+
+// The identity and version of an object: what most writers read back.
+std::shared_ptr<const json::FieldMask> written_fields();
 
 struct WatchEvent {
   enum class Type { Added, Modified, Deleted, Bookmark, Error };
@@ -104,9 +122,12 @@ class Client {
   virtual ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) = 0;
   // One page; the returned document is the List with metadata.continue / resourceVersion.
   virtual ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) = 0;
-  virtual ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
-  virtual ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
-  virtual ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) = 0;
+  virtual ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                           const WriteOptions& opts = {}) = 0;
+  virtual ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                           const WriteOptions& opts = {}) = 0;
+  virtual ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns,
+                                                  const json::Value& obj, const WriteOptions& opts = {}) = 0;
   virtual ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                           PatchType type, std::string_view body, const PatchOptions& opts = {},
                                           std::string_view subresource = {}) = 0;

@@ -233,7 +233,9 @@ void EventRecorder::process(Pending& p) {
     std::string name = w->name, wns = w->ns;
     bool not_found = false;
     auto err = write_with_retry([&]() -> ApiResult<json::Document> {
-      auto r = client_.patch(kEvents, wns, name, PatchType::Strategic, body);
+      PatchOptions opts;
+      opts.response_fields = written_fields();  // nothing of the Event is read back
+      auto r = client_.patch(kEvents, wns, name, PatchType::Strategic, body, opts);
       if (!r && r.error().is(ApiError::Reason::NotFound)) not_found = true;
       return r;
     });
@@ -271,7 +273,7 @@ void EventRecorder::process(Pending& p) {
   (void)json::set_int(ev, "/count", 1);
   (void)json::set_string(ev, "/reportingComponent", opts_.component);
   (void)json::set_string(ev, "/reportingInstance", opts_.host);
-  auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root()); });
+  auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root(), WriteOptions{written_fields()}); });
   if (err) {
     {
       std::lock_guard g(mu_);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/api/labels.h"
+#include "core/kube/watch_decoder.h"
 
 namespace unitrain::kube {
 
@@ -187,11 +188,20 @@ json::Document status_doc(std::string_view status, int code, std::string_view re
 
 }  // namespace
 
+namespace {
+// Like RestClient: only the fields the caller reads of a write's response.
+ApiResult<json::Document> shaped(ApiResult<json::Document> r, const std::shared_ptr<const json::FieldMask>& fields) {
+  if (r && fields) return json::Document::project(r->root(), *fields);
+  return r;
+}
+}  // namespace
+
 struct FakeClient::Watcher {
   std::string resource;
   std::string ns;
   api::LabelSelector labels;
   std::vector<Requirement> fields;
+  std::shared_ptr<const json::FieldMask> object_fields;  // what the client wants of each object
   bool bookmarks = false;
 
   std::mutex mu;
@@ -204,6 +214,9 @@ struct FakeClient::Watcher {
     return labels_match(labels, obj) && matches(fields, obj, true);
   }
   void push(WatchEvent ev) {
+    // Like RestClient: only the wanted fields of the objects (a Status or a bookmark as it is).
+    if (object_fields && ev.type != WatchEvent::Type::Error && ev.type != WatchEvent::Type::Bookmark)
+      ev.object = json::Document::project(ev.object.root(), *object_fields);
     std::lock_guard g(mu);
     if (closed) return;
     events.push_back(std::move(ev));
@@ -371,16 +384,16 @@ ApiResult<json::Document> FakeClient::list(const GroupVersionResource& r, std::s
   if (more) meta += fmt::format(",\"continue\":\"{}|{}\"", list_rv, last_key);
   std::string text =
       fmt::format("{{\"apiVersion\":\"{}\",\"kind\":\"List\",\"metadata\":{{{}}},\"items\":[{}]}}", api_version, meta, items);
-  auto d = json::Document::parse(text);
+  auto d = opts.fields ? json::Document::parse(text, list_fields(*opts.fields)) : json::Document::parse(text);
   if (!d) return fail(api_error(ApiError::Reason::BadResponse, 0, d.error().message));
   return std::move(*d);
 }
 
 ApiResult<json::Document> FakeClient::create(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
+                                             const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Create)) return fail(*e);
-  return create_locked(r, ns, obj, true);
+  return shaped(create_locked(r, ns, obj, true), opts.response_fields);
 }
 
 json::Document FakeClient::seed(const GroupVersionResource& r, const json::Value& obj) {
@@ -472,7 +485,7 @@ json::Document merge_for_update(const json::Value& old, const json::Value& incom
 }  // namespace
 
 ApiResult<json::Document> FakeClient::update(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
+                                             const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Update)) return fail(*e);
   std::string name(json::get_string(obj, "/metadata/name").value_or(""));
@@ -484,11 +497,12 @@ ApiResult<json::Document> FakeClient::update(const GroupVersionResource& r, std:
   if (sent_rv && !sent_rv->empty() && *sent_rv != json::get_string(old.root(), "/metadata/resourceVersion")) {
     return fail(conflict(r, name));
   }
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), obj, false), Verb::Update);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), obj, false), Verb::Update),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::update_status(const GroupVersionResource& r, std::string_view ns,
-                                                    const json::Value& obj) {
+                                                    const json::Value& obj, const WriteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::UpdateStatus)) return fail(*e);
   std::string name(json::get_string(obj, "/metadata/name").value_or(""));
@@ -500,11 +514,12 @@ ApiResult<json::Document> FakeClient::update_status(const GroupVersionResource& 
   if (sent_rv && !sent_rv->empty() && *sent_rv != json::get_string(old.root(), "/metadata/resourceVersion")) {
     return fail(conflict(r, name));
   }
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), obj, true), Verb::UpdateStatus);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), obj, true), Verb::UpdateStatus),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                            PatchType type, std::string_view body, const PatchOptions&,
+                                            PatchType type, std::string_view body, const PatchOptions& opts,
                                             std::string_view subresource) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Patch)) return fail(*e);
@@ -539,15 +554,16 @@ ApiResult<json::Document> FakeClient::patch(const GroupVersionResource& r, std::
   // A resourceVersion in the patch is a precondition, as on the API server.
   if (new_rv != old_rv) return fail(conflict(r, name));
   bool status_only = subresource == "status";
-  return store_update_locked(r, ns, name, merge_for_update(old.root(), patched.root(), status_only),
-                             status_only ? Verb::UpdateStatus : Verb::Patch);
+  return shaped(store_update_locked(r, ns, name, merge_for_update(old.root(), patched.root(), status_only),
+                                    status_only ? Verb::UpdateStatus : Verb::Patch),
+                opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                              const DeleteOptions& opts) {
   std::lock_guard g(mu_);
   if (auto e = take_failure(Verb::Delete)) return fail(*e);
-  return remove_locked(r, ns, name, opts);
+  return shaped(remove_locked(r, ns, name, opts), opts.response_fields);
 }
 
 ApiResult<json::Document> FakeClient::remove_locked(const GroupVersionResource& r, std::string_view ns,
@@ -618,6 +634,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(const GroupVersionReso
   if (!fields) return fail(fields.error());
   w->labels = std::move(*labels);
   w->fields = std::move(*fields);
+  w->object_fields = opts.fields;
 
   auto& res = resources_[r.group_resource()];
   if (opts.resource_version.empty() || opts.resource_version == "0") {

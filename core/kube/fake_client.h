@@ -39,10 +39,12 @@ class FakeClient final : public Client {
 
   ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) override;
   ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
-  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
-  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
-  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns,
-                                          const json::Value& obj) override;
+  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& opts = {}) override;
+  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& opts = {}) override;
+  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                          const WriteOptions& opts = {}) override;
   ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                   PatchType type, std::string_view body, const PatchOptions& opts = {},
                                   std::string_view subresource = {}) override;

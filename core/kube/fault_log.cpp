@@ -204,16 +204,17 @@ ApiResult<json::Document> ReportingClient::list(const GroupVersionResource& r, s
   return outcome(ApiCall{"list", r, ns}, inner_.list(r, ns, o));
 }
 ApiResult<json::Document> ReportingClient::create(const GroupVersionResource& r, std::string_view ns,
-                                                  const json::Value& obj) {
-  return outcome(ApiCall{"create", r, namespace_or(ns, obj)}, inner_.create(r, ns, obj));
+                                                  const json::Value& obj, const WriteOptions& opts) {
+  return outcome(ApiCall{"create", r, namespace_or(ns, obj)}, inner_.create(r, ns, obj, opts));
 }
 ApiResult<json::Document> ReportingClient::update(const GroupVersionResource& r, std::string_view ns,
-                                                  const json::Value& obj) {
-  return outcome(ApiCall{"update", r, namespace_or(ns, obj), name_of(obj)}, inner_.update(r, ns, obj));
+                                                  const json::Value& obj, const WriteOptions& opts) {
+  return outcome(ApiCall{"update", r, namespace_or(ns, obj), name_of(obj)}, inner_.update(r, ns, obj, opts));
 }
 ApiResult<json::Document> ReportingClient::update_status(const GroupVersionResource& r, std::string_view ns,
-                                                         const json::Value& obj) {
-  return outcome(ApiCall{"update", r, namespace_or(ns, obj), name_of(obj), "status"}, inner_.update_status(r, ns, obj));
+                                                         const json::Value& obj, const WriteOptions& opts) {
+  return outcome(ApiCall{"update", r, namespace_or(ns, obj), name_of(obj), "status"},
+                 inner_.update_status(r, ns, obj, opts));
 }
 ApiResult<json::Document> ReportingClient::patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                                  PatchType type, std::string_view body, const PatchOptions& opts,

@@ -1,8 +1,15 @@
 #include "core/kube/informer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "core/api/labels.h"
 
 namespace unitrain::kube {
 
@@ -37,159 +44,233 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj) {
 
 namespace {
 
-void copy_member(const json::Value& from, json::Value& to, const char* name, json::Allocator& a) {
-  auto it = from.FindMember(name);
-  if (it != from.MemberEnd() && !it->value.IsNull()) to.AddMember(json::Value(name, a), json::Value(it->value, a), a);
+std::shared_ptr<const json::FieldMask> mask(const std::string& text) {
+  auto m = json::FieldMask::parse(text);
+  // The masks below are constants: one that does not parse is a bug (the unit tests parse each).
+  if (!m) throw std::logic_error(m.error().message);
+  return std::make_shared<const json::FieldMask>(std::move(*m));
 }
 
-void copy_members(const json::Value& from, json::Value& to, std::initializer_list<const char*> names,
-                  json::Allocator& a) {
-  if (!from.IsObject()) return;
-  for (const char* n : names) copy_member(from, to, n, a);
-}
+// What the core reads of every child's metadata.
+constexpr std::string_view kChildMetadata =
+    "metadata{name,namespace,uid,resourceVersion,generation,creationTimestamp,deletionTimestamp,labels,"
+    "ownerReferences{apiVersion,kind,name,uid,controller}}";
 
-json::Value project_metadata(const json::Value& full, json::Allocator& a) {
-  json::Value meta(rapidjson::kObjectType);
-  const auto* m = json::find(full, "/metadata");
-  if (!m || !m->IsObject()) return meta;
-  copy_members(*m, meta,
-               {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-                "labels"},
-               a);
-  if (const auto* refs = json::find(*m, "/ownerReferences"); refs && refs->IsArray()) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& ref : refs->GetArray()) {
-      json::Value r(rapidjson::kObjectType);
-      copy_members(ref, r, {"apiVersion", "kind", "name", "uid", "controller"}, a);
-      out.PushBack(r, a);
-    }
-    meta.AddMember("ownerReferences", out, a);
-  }
-  return meta;
-}
-
-json::Value project_container_state(const json::Value& state, json::Allocator& a) {
-  json::Value out(rapidjson::kObjectType);
-  if (!state.IsObject()) return out;
-  // A state written through a merge patch may carry the previous state as null (the way a
-  // patch clears it); only an object member is the container's state.
-  auto present = [&](std::string_view key) -> const json::Value* {
-    const json::Value* v = json::find(state, "/" + std::string(key));
-    return v != nullptr && v->IsObject() ? v : nullptr;
-  };
-  if (present("running")) {
-    out.AddMember("running", json::Value(rapidjson::kObjectType), a);
-  } else if (const auto* w = present("waiting")) {
-    json::Value v(rapidjson::kObjectType);
-    copy_members(*w, v, {"reason", "message"}, a);
-    out.AddMember("waiting", v, a);
-  } else if (const auto* t = present("terminated")) {
-    json::Value v(rapidjson::kObjectType);
-    copy_members(*t, v, {"exitCode", "reason", "message"}, a);
-    out.AddMember("terminated", v, a);
-  }
-  return out;
-}
-
-// A projection is built member by member, and RapidJSON gives every object built that way room
-// for 16 members (512 bytes) in the pool, which never frees: a projected pod cost more than the
-// whole parsed pod. A copy allocates each object at its exact size.
-json::Document compact(const json::Document& built) { return json::Document::copy_of(built.root()); }
-
-void start_object(json::Document& d, const json::Value& full) {
-  auto& a = d.alloc();
-  d.root().SetObject();
-  copy_members(full, d.root(), {"apiVersion", "kind"}, a);
-  d.root().AddMember("metadata", project_metadata(full, a), a);
-}
+// A container state as the abnormal-pod events and the exit-code rules read it.
+constexpr std::string_view kContainerState = "{running,waiting{reason,message},terminated{exitCode,reason,message}}";
 
 }  // namespace
 
-json::Document project_pod(const json::Value& full) {
-  json::Document d;
-  start_object(d, full);
-  auto& a = d.alloc();
-  if (const auto* spec = json::find(full, "/spec"); spec && spec->IsObject()) {
-    json::Value s(rapidjson::kObjectType);
-    copy_members(*spec, s, {"nodeName"}, a);
-    d.root().AddMember("spec", s, a);
-  }
-  const auto* status = json::find(full, "/status");
-  if (!status || !status->IsObject()) return compact(d);
-  json::Value st(rapidjson::kObjectType);
-  copy_members(*status, st, {"phase", "reason", "podIP"}, a);
-  const auto* cs = json::find(*status, "/containerStatuses");
-  const bool containers_started = cs && cs->IsArray() && !cs->Empty();
-  if (const auto* conds = json::find(*status, "/conditions"); conds && conds->IsArray()) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& c : conds->GetArray()) {
-      json::Value v(rapidjson::kObjectType);
-      // Before any container status, the latest condition is what an abnormal pod's event says.
-      if (containers_started) copy_members(c, v, {"type", "status"}, a);
-      else copy_members(c, v, {"type", "status", "reason", "message", "lastTransitionTime"}, a);
-      out.PushBack(v, a);
-    }
-    st.AddMember("conditions", out, a);
-  }
-  auto statuses = [&](const json::Value& list) {
-    json::Value out(rapidjson::kArrayType);
-    for (const auto& c : list.GetArray()) {
-      json::Value v(rapidjson::kObjectType);
-      copy_members(c, v, {"name", "ready", "restartCount"}, a);
-      if (const auto* s = json::find(c, "/state")) v.AddMember("state", project_container_state(*s, a), a);
-      if (const auto* s = json::find(c, "/lastState"); s && s->IsObject() && s->MemberCount() > 0) {
-        v.AddMember("lastState", project_container_state(*s, a), a);
-      }
-      out.PushBack(v, a);
-    }
-    return out;
-  };
-  if (containers_started) {
-    st.AddMember("containerStatuses", statuses(*cs), a);
-  } else if (const auto* init = json::find(*status, "/initContainerStatuses"); init && init->IsArray()) {
-    st.AddMember("initContainerStatuses", statuses(*init), a);
-  }
-  d.root().AddMember("status", st, a);
-  return compact(d);
+std::shared_ptr<const json::FieldMask> pod_fields() {
+  const std::string container_statuses =
+      fmt::format("{{name,ready,restartCount,state{0},lastState{0}}}", kContainerState);
+  static const auto fields = mask(fmt::format(
+      "apiVersion,kind,{},spec{{nodeName}},status{{phase,reason,message,podIP,"
+      "conditions{{type,status,reason,message,lastTransitionTime}},containerStatuses{},initContainerStatuses{}}}",
+      kChildMetadata, container_statuses, container_statuses));
+  return fields;
 }
 
-json::Document project_service(const json::Value& full) {
-  json::Document d;
-  start_object(d, full);
-  auto& a = d.alloc();
-  if (const auto* spec = json::find(full, "/spec"); spec && spec->IsObject()) {
-    json::Value s(rapidjson::kObjectType);
-    // selector and publishNotReadyAddresses: what controllers keep in sync on their Services.
-    copy_members(*spec, s, {"clusterIP", "selector", "publishNotReadyAddresses"}, a);
-    if (const auto* ports = json::find(*spec, "/ports"); ports && ports->IsArray()) {
-      json::Value out(rapidjson::kArrayType);
-      for (const auto& p : ports->GetArray()) {
-        json::Value v(rapidjson::kObjectType);
-        copy_members(p, v, {"name", "port"}, a);
-        out.PushBack(v, a);
-      }
-      s.AddMember("ports", out, a);
-    }
-    d.root().AddMember("spec", s, a);
+std::shared_ptr<const json::FieldMask> service_fields() {
+  static const auto fields =
+      mask("apiVersion,kind," + std::string(kChildMetadata) + ",spec{clusterIP,selector,publishNotReadyAddresses,ports{name,port}}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> owned_fields() {
+  static const auto fields = mask("*,metadata{*,!managedFields}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> job_fields() {
+  static const auto fields =
+      mask("*,metadata{*,!managedFields,annotations{*,!kubectl.kubernetes.io/last-applied-configuration}}");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> priority_class_fields() {
+  static const auto fields = mask("apiVersion,kind,metadata{name,uid,resourceVersion},value");
+  return fields;
+}
+
+json::Document project_pod(const json::Value& full) { return json::Document::project(full, *pod_fields()); }
+json::Document project_service(const json::Value& full) { return json::Document::project(full, *service_fields()); }
+
+Result<Selection> unite_selectors(const std::vector<std::string>& selectors) {
+  std::vector<api::LabelSelector> parsed;
+  for (const auto& text : selectors) {
+    auto s = api::LabelSelector::parse(text);
+    if (!s) return fail(s.error());
+    if (s->empty()) return Selection{};  // someone wants everything
+    parsed.push_back(std::move(*s));
   }
-  return compact(d);
+  if (parsed.empty()) return Selection{};
+  // One key, = or in, for every party: "key in (union of values)" says it to the server.
+  std::string key;
+  std::set<std::string> values;
+  bool one_key = true;
+  for (const auto& s : parsed) {
+    const auto& reqs = s.requirements();
+    if (reqs.size() != 1 || (reqs[0].op != api::Requirement::Op::Equals && reqs[0].op != api::Requirement::Op::In) ||
+        (!key.empty() && reqs[0].key != key)) {
+      one_key = false;
+      break;
+    }
+    key = reqs[0].key;
+    values.insert(reqs[0].values.begin(), reqs[0].values.end());
+  }
+  if (one_key) {
+    api::Requirement r;
+    r.key = key;
+    r.op = values.size() == 1 ? api::Requirement::Op::Equals : api::Requirement::Op::In;
+    r.values.assign(values.begin(), values.end());
+    return Selection{api::to_string(r), {}};
+  }
+  return Selection{"", [parsed = std::move(parsed)](const json::Value& obj) {
+                     const json::Value* labels = json::find(obj, "/metadata/labels");
+                     static const json::Value kNone;
+                     const json::Value& l = labels ? *labels : kNone;
+                     return std::any_of(parsed.begin(), parsed.end(), [&](const auto& s) { return s.matches(l); });
+                   }};
 }
 
 // ---- Indexer ---------------------------------------------------------------------------------
 
-Indexer::Indexer(std::map<std::string, IndexFunc> indexers) : indexers_(std::move(indexers)) {}
+namespace {
+
+uint64_t hash_uid(std::string_view uid) { return uid.empty() ? 0 : std::hash<std::string_view>{}(uid) | 1; }
+
+// Compact JSON never holds a byte below 0x20 (a string must escape them; there is no whitespace
+// between tokens), so those bytes, but tab, newline and carriage return, can each stand for a
+// whole quoted string.
+constexpr unsigned char kCodes[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0b, 0x0c,
+                                    0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+                                    0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
+constexpr size_t kTokenCount = sizeof(kCodes);
+
+// A string a code may stand for: written as it is between quotes (nothing to escape).
+bool codable(std::string_view s) {
+  if (s.size() < 3 || s.size() > 64) return false;
+  return std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
+}
+
+// A Writer that writes a coded string as its one byte.
+class TokenWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
+ public:
+  TokenWriter(rapidjson::StringBuffer& out, const std::unordered_map<std::string_view, char>& codes)
+      : rapidjson::Writer<rapidjson::StringBuffer>(out), codes_(codes) {}
+  bool String(const char* s, rapidjson::SizeType n, bool copy = false) {
+    auto it = codes_.find(std::string_view(s, n));
+    if (it == codes_.end()) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
+    Prefix(rapidjson::kStringType);
+    os_->Put(it->second);
+    return EndValue(true);
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy = false) { return String(s, n, copy); }
+
+ private:
+  const std::unordered_map<std::string_view, char>& codes_;
+};
+
+}  // namespace
+
+// The strings an Indexer codes: the objects of one resource repeat the same member names, label
+// keys and values, owner kinds and condition types. It counts what coding each string would
+// have saved over the first objects stored, then keeps the best kTokenCount for good; text
+// stored before that stays plain (plain text decodes as it is).
+struct Indexer::Tokens {
+  static constexpr size_t kLearnFrom = 200;  // objects
+
+  size_t seen = 0;
+  std::unordered_map<std::string, uint64_t> saving;  // while learning
+  std::vector<std::string> table;                    // code kCodes[i] stands for table[i]
+  std::array<int16_t, 0x20> index_of{};              // code byte -> table index, -1 for none
+  std::unordered_map<std::string_view, char> codes;  // views of table
+
+  bool fixed() const { return seen >= kLearnFrom; }
+
+  void count(const json::Value& v) {
+    if (v.IsString()) {
+      if (codable(json::view(v))) saving[std::string(json::view(v))] += v.GetStringLength() + 1;
+    } else if (v.IsObject()) {
+      for (const auto& m : v.GetObject()) {
+        if (codable(json::view(m.name))) saving[std::string(json::view(m.name))] += m.name.GetStringLength() + 1;
+        count(m.value);
+      }
+    } else if (v.IsArray()) {
+      for (const auto& e : v.GetArray()) count(e);
+    }
+  }
+
+  void learn(const json::Value& obj) {
+    count(obj);
+    if (++seen < kLearnFrom) return;
+    std::vector<std::pair<uint64_t, std::string>> best;
+    for (auto& [s, n] : saving) best.emplace_back(n, s);
+    const size_t n = std::min(best.size(), kTokenCount);
+    std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(n), best.end(), std::greater<>());
+    index_of.fill(-1);
+    for (size_t i = 0; i < n; ++i) {
+      table.push_back(std::move(best[i].second));
+      index_of[kCodes[i]] = static_cast<int16_t>(i);
+    }
+    for (size_t i = 0; i < table.size(); ++i) codes.emplace(table[i], static_cast<char>(kCodes[i]));
+    saving = {};
+  }
+
+  std::string encode(const json::Value& obj) const {
+    rapidjson::StringBuffer buf;
+    TokenWriter w(buf, codes);
+    obj.Accept(w);
+    return {buf.GetString(), buf.GetSize()};
+  }
+
+  // The plain JSON of a coded text.
+  std::string expand(std::string_view text) const {
+    std::string out;
+    out.reserve(text.size() * 2);
+    for (char c : text) {
+      const auto b = static_cast<unsigned char>(c);
+      if (b < 0x20 && index_of[b] >= 0) {
+        out += '"';
+        out += table[static_cast<size_t>(index_of[b])];
+        out += '"';
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+};
+
+Indexer::Indexer(std::map<std::string, IndexFunc> indexers)
+    : indexers_(std::move(indexers)), tokens_(std::make_unique<Tokens>()) {}
+
+Indexer::~Indexer() = default;
+
+ObjectPtr Indexer::decode(const Entry& e) const {
+  auto doc = tokens_->fixed() ? json::Document::parse(tokens_->expand(e.text)) : json::Document::parse(e.text);
+  // The text is the store's own dump of a document: it always parses.
+  return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
+}
 
 ObjectPtr Indexer::get(const std::string& key) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  return it == items_.end() ? nullptr : decode(it->second);
+}
+
+bool Indexer::holds(const std::string& key, std::string_view uid) const {
+  std::shared_lock g(mu_);
+  auto it = items_.find(key);
+  return it != items_.end() && it->second.uid_hash == hash_uid(uid);
 }
 
 std::vector<ObjectPtr> Indexer::list() const {
   std::shared_lock g(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [k, v] : items_) out.push_back(v);
+  for (const auto& [k, v] : items_) out.push_back(decode(v));
   return out;
 }
 
@@ -218,7 +299,7 @@ std::vector<ObjectPtr> Indexer::by_index(const std::string& index, const std::st
   auto it = idx->second.find(value);
   if (it == idx->second.end()) return out;
   for (const auto& key : it->second) {
-    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(obj->second);
+    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(decode(obj->second));
   }
   return out;
 }
@@ -228,7 +309,12 @@ size_t Indexer::size() const {
   return items_.size();
 }
 
-void Indexer::unindex_locked(const std::string& key, const json::Value& obj) {
+size_t Indexer::text_bytes() const {
+  std::shared_lock g(mu_);
+  return text_bytes_;
+}
+
+void Indexer::unindex_locked(std::string_view key, const json::Value& obj) {
   for (const auto& [name, fn] : indexers_) {
     auto& idx = indices_[name];
     for (const auto& v : fn(obj)) {
@@ -240,20 +326,28 @@ void Indexer::unindex_locked(const std::string& key, const json::Value& obj) {
   }
 }
 
-void Indexer::index_locked(const std::string& key, const json::Value& obj) {
+void Indexer::index_locked(std::string_view key, const json::Value& obj) {
   for (const auto& [name, fn] : indexers_) {
     auto& idx = indices_[name];
     for (auto& v : fn(obj)) idx[std::move(v)].insert(key);
   }
 }
 
-ObjectPtr Indexer::upsert(const std::string& key, ObjectPtr obj) {
+ObjectPtr Indexer::upsert(const std::string& key, const json::Value& obj) {
+  const uint64_t uid_hash = hash_uid(json::get_string(obj, "/metadata/uid").value_or(""));
   std::unique_lock g(mu_);
-  auto& slot = items_[key];
-  ObjectPtr old = std::move(slot);
-  if (old) unindex_locked(key, old->root());
-  index_locked(key, obj->root());
-  slot = std::move(obj);
+  if (!tokens_->fixed()) tokens_->learn(obj);
+  std::string text = tokens_->fixed() ? tokens_->encode(obj) : json::dump(obj);
+  auto [it, inserted] = items_.try_emplace(key);
+  ObjectPtr old;
+  if (!inserted) {
+    old = decode(it->second);
+    if (old) unindex_locked(it->first, old->root());
+    text_bytes_ -= it->second.text.size();
+  }
+  text_bytes_ += text.size();
+  it->second = Entry{std::move(text), uid_hash};
+  index_locked(it->first, obj);
   return old;
 }
 
@@ -261,9 +355,10 @@ ObjectPtr Indexer::erase(const std::string& key) {
   std::unique_lock g(mu_);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
-  ObjectPtr old = std::move(it->second);
+  ObjectPtr old = decode(it->second);
+  if (old) unindex_locked(it->first, old->root());
+  text_bytes_ -= it->second.text.size();
   items_.erase(it);
-  unindex_locked(key, old->root());
   return old;
 }
 
@@ -376,30 +471,23 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-ObjectPtr Informer::make_cached(const json::Value& full) const {
-  // A projection is built member by member, and RapidJSON reserves room for 16 members in every
-  // object it grows; the cached copy is sized exactly (a few KiB less per pod).
-  return std::make_shared<const json::Document>(
-      json::Document::copy_of(opts_.projection ? opts_.projection(full).root() : full));
-}
-
-void Informer::apply_upsert(const std::string& key, ObjectPtr obj) {
+void Informer::apply_upsert(const std::string& key, const json::Value& obj) {
   std::lock_guard g(dispatch_mu_);
   ObjectPtr old = cache_.upsert(key, obj);
   for (const auto& h : handlers_) {
     if (old) {
-      if (h.on_update) h.on_update(old->root(), obj->root());
+      if (h.on_update) h.on_update(old->root(), obj);
     } else if (h.on_add) {
-      h.on_add(obj->root());
+      h.on_add(obj);
     }
   }
 }
 
-void Informer::apply_delete(const std::string& key, ObjectPtr last, bool final_state_unknown) {
+void Informer::apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown) {
   std::lock_guard g(dispatch_mu_);
   ObjectPtr old = cache_.erase(key);
   if (!old) return;  // never seen: nothing to tell anyone
-  const json::Value& shown = last ? last->root() : old->root();
+  const json::Value& shown = last ? *last : old->root();
   for (const auto& h : handlers_) {
     if (h.on_delete) h.on_delete(shown, final_state_unknown);
   }
@@ -426,7 +514,10 @@ bool Informer::list_and_replace(Scope& scope) {
   o.label_selector = opts_.label_selector;
   o.field_selector = opts_.field_selector;
   o.limit = opts_.page_size;
-  std::vector<std::pair<std::string, ObjectPtr>> fresh;
+  o.fields = opts_.fields;
+  // Each page is applied as it arrives (the cache keeps its own compact copies, so a large list
+  // is never held decoded all at once); deletions are known once the last page was seen.
+  std::unordered_map<std::string, bool> seen;
   std::string list_rv;
   for (;;) {
     auto page = client_.list(opts_.resource, scope.ns, o);
@@ -438,8 +529,22 @@ bool Informer::list_and_replace(Scope& scope) {
     if (!page) return false;
     if (list_rv.empty()) list_rv = std::string(json::get_string(page->root(), "/metadata/resourceVersion").value_or(""));
     if (const auto* items = json::find(page->root(), "/items"); items && items->IsArray()) {
-      fresh.reserve(fresh.size() + items->Size());
-      for (const auto& item : items->GetArray()) fresh.emplace_back(object_key(item), make_cached(item));
+      std::lock_guard g(dispatch_mu_);
+      for (const auto& obj : items->GetArray()) {
+        if (!wanted(obj)) continue;
+        std::string key = object_key(obj);
+        ObjectPtr old = cache_.get(key);
+        seen.emplace(key, true);
+        if (old && rv_of(old->root()) == rv_of(obj)) continue;
+        cache_.upsert(key, obj);
+        for (const auto& h : handlers_) {
+          if (old) {
+            if (h.on_update) h.on_update(old->root(), obj);
+          } else if (h.on_add) {
+            h.on_add(obj);
+          }
+        }
+      }
     }
     auto cont = json::get_string(page->root(), "/metadata/continue");
     if (!cont || cont->empty()) break;
@@ -449,21 +554,6 @@ bool Informer::list_and_replace(Scope& scope) {
 
   {
     std::lock_guard g(dispatch_mu_);
-    std::unordered_map<std::string, bool> seen;
-    seen.reserve(fresh.size());
-    for (auto& [key, obj] : fresh) {
-      seen.emplace(key, true);
-      ObjectPtr old = cache_.get(key);
-      if (old && rv_of(old->root()) == rv_of(obj->root())) continue;
-      cache_.upsert(key, obj);
-      for (const auto& h : handlers_) {
-        if (old) {
-          if (h.on_update) h.on_update(old->root(), obj->root());
-        } else if (h.on_add) {
-          h.on_add(obj->root());
-        }
-      }
-    }
     // Objects of this scope the list no longer has were deleted while we were not watching.
     std::string prefix = scope.ns.empty() ? "" : scope.ns + "/";
     uint64_t synthesized = 0;
@@ -494,6 +584,7 @@ bool Informer::watch_once(Scope& scope) {
   o.label_selector = opts_.label_selector;
   o.field_selector = opts_.field_selector;
   o.allow_bookmarks = true;
+  o.fields = opts_.fields;
   {
     std::lock_guard g(mu_);
     o.resource_version = scope.rv;
@@ -572,7 +663,9 @@ bool Informer::watch_once(Scope& scope) {
       case WatchEvent::Type::Modified: {
         auto key = object_key(ev.object.root());
         auto rv = rv_of(ev.object.root());
-        apply_upsert(key, make_cached(ev.object.root()));
+        // An object that no longer matches what the cache wants leaves it like a deleted one.
+        if (wanted(ev.object.root())) apply_upsert(key, ev.object.root());
+        else apply_delete(key, &ev.object.root(), false);
         std::lock_guard g(mu_);
         ++stats_.events;
         scope.rv = rv;
@@ -582,7 +675,7 @@ bool Informer::watch_once(Scope& scope) {
       case WatchEvent::Type::Deleted: {
         auto key = object_key(ev.object.root());
         auto rv = rv_of(ev.object.root());
-        apply_delete(key, make_cached(ev.object.root()), false);
+        apply_delete(key, &ev.object.root(), false);
         std::lock_guard g(mu_);
         ++stats_.events;
         scope.rv = rv;

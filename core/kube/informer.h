@@ -8,8 +8,10 @@
 //    final_state_unknown) for objects that vanished while the watch was down.
 //  - Errors back off exponentially, 800 ms doubling to 30 s, with jitter, on the injected Clock.
 //  - Namespace scope: all namespaces, one, or several (one list/watch per namespace).
-//  - A projection hook replaces each object by the fields a controller needs before it is
-//    cached (project_pod / project_service below): the cache's memory is a headline figure.
+//  - Only the fields the controllers read are cached (`fields`, a json::FieldMask; pod_fields()
+//    and service_fields() below): the client decodes just those, in one streaming pass, and the
+//    cache's memory per object is a headline figure. An informer several parties share selects
+//    what any of them selects (unite_selectors).
 //  - Handlers run on the informer's threads, one at a time, after the cache holds the change; a
 //    handler may read the cache but must not call stop().
 #pragma once
@@ -30,13 +32,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/json/field_mask.h"
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
 
 namespace unitrain::kube {
 
 using ObjectPtr = std::shared_ptr<const json::Document>;
-using Projection = std::function<json::Document(const json::Value& full)>;
 // Index values of an object (an object may have several, or none).
 using IndexFunc = std::function<std::vector<std::string>(const json::Value& obj)>;
 
@@ -50,29 +52,62 @@ std::vector<std::string> index_by_namespace(const json::Value& obj);
 // The uid of the ownerReference with controller=true.
 std::vector<std::string> index_by_controller_uid(const json::Value& obj);
 
-// Pod projection. Keeps:
-//   apiVersion, kind;
-//   metadata: name, namespace, uid, resourceVersion, generation, creationTimestamp,
-//     deletionTimestamp, labels, ownerReferences (apiVersion, kind, name, uid, controller);
-//   spec: nodeName;
-//   status: phase, reason, podIP, conditions (type, status; before any container status also
-//     reason, message, lastTransitionTime), containerStatuses (name, ready, restartCount, state
-//     and lastState reduced to {running: {}}, {waiting: {reason, message}} or {terminated:
-//     {exitCode, reason, message}}), and initContainerStatuses likewise while there are no
-//     containerStatuses (what training-operator's abnormal-pod events read).
-// Drops annotations (kubectl's last-applied copy alone can double a pod), managedFields, the
-// whole pod spec except the node, volumes, env, images, messages and timestamps of states.
+// The fields a cache keeps (json::FieldMask). Pods keep what the core and the framework modules
+// decide on and what training-operator's abnormal-pod events read: apiVersion, kind; metadata:
+// name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp,
+// labels, ownerReferences (apiVersion, kind, name, uid, controller); spec.nodeName; status:
+// phase, reason, message (MPI's launcher failure), podIP, conditions (type, status, reason,
+// message, lastTransitionTime), containerStatuses and initContainerStatuses (name, ready,
+// restartCount, state and lastState: running, waiting {reason, message}, terminated {exitCode,
+// reason, message}). Annotations (kubectl's last-applied copy alone can double a pod),
+// managedFields, the rest of the pod spec (volumes, env, images) and the timestamps of
+// terminated and waiting states are dropped.
+std::shared_ptr<const json::FieldMask> pod_fields();
+// Services: the metadata of pods, spec.clusterIP, spec.selector, spec.publishNotReadyAddresses
+// and spec.ports (name, port).
+std::shared_ptr<const json::FieldMask> service_fields();
+// The other kinds a job owns (ConfigMaps, Secrets, launcher Jobs, RBAC, HPAs, PodGroups): whole,
+// but metadata.managedFields. The core writes some of them back from the cache (a PodGroup's
+// spec), so nothing else may be missing.
+std::shared_ptr<const json::FieldMask> owned_fields();
+// Jobs: whole, but metadata.managedFields and kubectl's last-applied-configuration annotation
+// (the core writes a job's status only, through the status subresource, which takes nothing else).
+std::shared_ptr<const json::FieldMask> job_fields();
+// PriorityClasses: metadata.name and value.
+std::shared_ptr<const json::FieldMask> priority_class_fields();
+// A pod / Service reduced to pod_fields() / service_fields().
 json::Document project_pod(const json::Value& full);
-// Service projection: the same metadata as pods, spec.clusterIP, spec.selector,
-// spec.publishNotReadyAddresses and spec.ports (name, port).
 json::Document project_service(const json::Value& full);
 
-// A thread-safe keyed store with secondary indexes.
+// What an informer shared by several parties selects: the union of their label selectors. The
+// API server filters (`label_selector`) where the selector syntax can say it — every party
+// selects on the same single key, with "=" or "in": "k in (a,b)" — and `keep` checks each object
+// otherwise. A party with an empty selector selects everything (no selector, no check). Errors
+// name the selector that does not parse.
+struct Selection {
+  std::string label_selector;
+  std::function<bool(const json::Value& obj)> keep;  // empty: everything the server sends
+};
+Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
+
+// A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
+// decoded on every read: a decoded pod takes about 2.5 times the bytes of its text, and an
+// operator reads a job's children a few times per reconcile but holds all of them all the time.
+// The strings the objects of one store repeat most (member names, label keys, the operator's
+// label values, condition types) are one byte each in that text: the store learns them from its
+// first objects (see Tokens in informer.cpp).
 class Indexer {
  public:
   explicit Indexer(std::map<std::string, IndexFunc> indexers = {});
+  ~Indexer();
+  Indexer(const Indexer&) = delete;
+  Indexer& operator=(const Indexer&) = delete;
 
+  // A freshly decoded copy; null when there is none.
   ObjectPtr get(const std::string& key) const;
+  // Whether `key` is held with metadata.uid `uid`, without decoding it (a probabilistic check: a
+  // 64-bit hash of the uid is kept per object).
+  bool holds(const std::string& key, std::string_view uid) const;
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
   // Objects whose index `index` yields `value`; empty for an unknown index.
@@ -80,19 +115,35 @@ class Indexer {
   std::vector<std::string> index_keys(const std::string& index, const std::string& value) const;
   bool has_index(const std::string& index) const { return indexers_.count(index) > 0; }
   size_t size() const;
+  // Bytes of the objects' text (what the store holds beyond its bookkeeping).
+  size_t text_bytes() const;
 
   // Writers (the informer). Return the previous object, if any.
-  ObjectPtr upsert(const std::string& key, ObjectPtr obj);
+  ObjectPtr upsert(const std::string& key, const json::Value& obj);
   ObjectPtr erase(const std::string& key);
 
  private:
-  void unindex_locked(const std::string& key, const json::Value& obj);
-  void index_locked(const std::string& key, const json::Value& obj);
+  struct Entry {
+    std::string text;
+    uint64_t uid_hash = 0;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
+  struct Tokens;
+  ObjectPtr decode(const Entry& e) const;
+  // Index sets hold views of the keys in items_ (node-based: their addresses are stable).
+  void unindex_locked(std::string_view key, const json::Value& obj);
+  void index_locked(std::string_view key, const json::Value& obj);
 
   std::map<std::string, IndexFunc> indexers_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, ObjectPtr> items_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indices_;
+  Items items_;
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
+  size_t text_bytes_ = 0;
+  std::unique_ptr<Tokens> tokens_;
 };
 
 struct EventHandlers {
@@ -109,7 +160,11 @@ struct InformerOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;
-  Projection projection;  // empty: cache whole objects
+  // The fields cached (the client decodes only those); null: whole objects.
+  std::shared_ptr<const json::FieldMask> fields;
+  // Objects the server sends but the cache does not want (see Selection); empty: all. One that
+  // stops matching is removed like a deleted one.
+  std::function<bool(const json::Value& obj)> keep;
   std::map<std::string, IndexFunc> indexers{{kNamespaceIndex, index_by_namespace}};
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
@@ -162,9 +217,10 @@ class Informer {
   // Returns true when the next step is a relist (410), false for a re-watch.
   bool watch_once(Scope& scope);
   bool backoff(Scope& scope);  // false when stopping
-  ObjectPtr make_cached(const json::Value& full) const;
-  void apply_upsert(const std::string& key, ObjectPtr obj);
-  void apply_delete(const std::string& key, ObjectPtr last, bool final_state_unknown);
+  bool wanted(const json::Value& obj) const { return !opts_.keep || opts_.keep(obj); }
+  void apply_upsert(const std::string& key, const json::Value& obj);
+  // `last`: the object's final state when known (a DELETED event), else the cached one is told.
+  void apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown);
   bool stopping() const;
 
   Client& client_;

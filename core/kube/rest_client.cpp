@@ -60,7 +60,8 @@ std::string_view object_namespace(std::string_view ns, const json::Value& obj) {
 
 class RestWatchStream final : public WatchStream {
  public:
-  explicit RestWatchStream(std::unique_ptr<BodyStream> body) : body_(std::move(body)) {}
+  RestWatchStream(std::unique_ptr<BodyStream> body, std::shared_ptr<const json::FieldMask> fields)
+      : body_(std::move(body)), decoder_(std::move(fields)) {}
 
   ApiResult<std::optional<WatchEvent>> next(std::chrono::milliseconds wait) override {
     timed_out_ = false;
@@ -420,7 +421,7 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req) {
 }
 
 ApiResult<json::Document> RestClient::request_json(std::string method, std::string target, std::string body,
-                                                   std::string content_type) {
+                                                   std::string content_type, const json::FieldMask* fields) {
   http::Request req;
   req.method = std::move(method);
   req.target = std::move(target);
@@ -429,7 +430,7 @@ ApiResult<json::Document> RestClient::request_json(std::string method, std::stri
   if (!content_type.empty()) req.headers.push_back({"Content-Type", std::move(content_type)});
   auto r = execute(req);
   if (!r) return fail(std::move(r.error()));
-  auto doc = json::Document::parse(r->body);
+  auto doc = fields ? json::Document::parse(r->body, *fields) : json::Document::parse(r->body);
   if (!doc) {
     ApiError e;
     e.reason = Reason::BadResponse;
@@ -447,30 +448,34 @@ ApiResult<json::Document> RestClient::get(const GroupVersionResource& r, std::st
 }
 
 ApiResult<json::Document> RestClient::list(const GroupVersionResource& r, std::string_view ns, const ListOptions& o) {
-  return request_json("GET", resource_path(r, ns) + list_query(o));
+  if (!o.fields) return request_json("GET", resource_path(r, ns) + list_query(o));
+  const json::FieldMask fields = list_fields(*o.fields);
+  return request_json("GET", resource_path(r, ns) + list_query(o), {}, {}, &fields);
 }
 
 ApiResult<json::Document> RestClient::create(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
-  return request_json("POST", resource_path(r, object_namespace(ns, obj)), json::dump(obj), "application/json");
+                                             const json::Value& obj, const WriteOptions& opts) {
+  return request_json("POST", resource_path(r, object_namespace(ns, obj)), json::dump(obj), "application/json",
+                      opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::put_object(const GroupVersionResource& r, std::string_view ns,
-                                                 const json::Value& obj, std::string_view subresource) {
+                                                 const json::Value& obj, std::string_view subresource,
+                                                 const json::FieldMask* response_fields) {
   auto name = object_name(obj);
   if (name.empty()) return fail(client_error("update " + r.group_resource() + ": object has no metadata.name"));
   return request_json("PUT", resource_path(r, object_namespace(ns, obj), name, subresource), json::dump(obj),
-                      "application/json");
+                      "application/json", response_fields);
 }
 
 ApiResult<json::Document> RestClient::update(const GroupVersionResource& r, std::string_view ns,
-                                             const json::Value& obj) {
-  return put_object(r, ns, obj, {});
+                                             const json::Value& obj, const WriteOptions& opts) {
+  return put_object(r, ns, obj, {}, opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::update_status(const GroupVersionResource& r, std::string_view ns,
-                                                    const json::Value& obj) {
-  return put_object(r, ns, obj, "status");
+                                                    const json::Value& obj, const WriteOptions& opts) {
+  return put_object(r, ns, obj, "status", opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
@@ -483,13 +488,14 @@ ApiResult<json::Document> RestClient::patch(const GroupVersionResource& r, std::
   q.add_if("fieldManager", opts.field_manager);
   if (opts.force && type == PatchType::Apply) q.add("force", "true");
   return request_json("PATCH", resource_path(r, ns, name, subresource) + std::move(q).str(), std::string(body),
-                      patch_content_type(type));
+                      patch_content_type(type), opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                              const DeleteOptions& opts) {
   if (name.empty()) return fail(client_error("delete " + r.group_resource() + ": empty name"));
-  return request_json("DELETE", resource_path(r, ns, name), delete_options_body(opts), "application/json");
+  return request_json("DELETE", resource_path(r, ns, name), delete_options_body(opts), "application/json",
+                      opts.response_fields.get());
 }
 
 ApiResult<json::Document> RestClient::delete_collection(const GroupVersionResource& r, std::string_view ns,
@@ -525,7 +531,7 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
     }
     return fail(decode_status(status, body, (*s)->head().header("Retry-After")));
   }
-  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s)));
+  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s), opts.fields));
 }
 
 }  // namespace unitrain::kube

@@ -93,10 +93,12 @@ class RestClient final : public Client {
 
   ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) override;
   ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
-  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
-  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj) override;
-  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns,
-                                          const json::Value& obj) override;
+  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& opts = {}) override;
+  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& opts = {}) override;
+  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                          const WriteOptions& opts = {}) override;
   ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                                   PatchType type, std::string_view body, const PatchOptions& opts = {},
                                   std::string_view subresource = {}) override;
@@ -124,10 +126,11 @@ class RestClient final : public Client {
   bool take_token();
   // Waits `delay` before a retry; false (retry no more) once stop is requested.
   bool wait_to_retry(std::chrono::milliseconds delay);
+  // `fields`: decode only those (a list's items through list_fields()).
   ApiResult<json::Document> request_json(std::string method, std::string target, std::string body = {},
-                                         std::string content_type = {});
+                                         std::string content_type = {}, const json::FieldMask* fields = nullptr);
   ApiResult<json::Document> put_object(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                       std::string_view subresource);
+                                       std::string_view subresource, const json::FieldMask* response_fields);
 
   RestConfig cfg_;
   RestClientOptions opts_;

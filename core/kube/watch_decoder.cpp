@@ -4,6 +4,16 @@
 
 namespace unitrain::kube {
 
+std::shared_ptr<const json::FieldMask> written_fields() {
+  static const auto fields = std::make_shared<const json::FieldMask>(
+      json::FieldMask::parse("apiVersion,kind,metadata{name,namespace,uid,resourceVersion,generation}").value());
+  return fields;
+}
+
+json::FieldMask list_fields(const json::FieldMask& item_fields) {
+  return json::FieldMask::parse("apiVersion,kind,metadata").value().merged(item_fields.under("items"));
+}
+
 std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view s) {
   if (s == "ADDED") return WatchEvent::Type::Added;
   if (s == "MODIFIED") return WatchEvent::Type::Modified;
@@ -32,6 +42,11 @@ Result<WatchEvent> watch_event_from_json(json::Document frame) {
   root.Swap(moved);
   ev.object = std::move(frame);
   return ev;
+}
+
+WatchDecoder::WatchDecoder(std::shared_ptr<const json::FieldMask> object_fields, size_t max_frame_bytes)
+    : max_frame_(max_frame_bytes) {
+  if (object_fields) frame_fields_ = json::FieldMask::parse("type").value().merged(object_fields->under("object"));
 }
 
 void WatchDecoder::feed(std::string_view bytes) {
@@ -85,7 +100,9 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
         std::string_view frame(buf_.data() + start_, scan_ - start_);
         const size_t frame_offset = consumed_ + start_;
         start_ = scan_;
-        auto doc = json::Document::parse(frame);
+        auto doc = frame_fields_ ? json::Document::parse(frame, *frame_fields_) : json::Document::parse(frame);
+        // An ERROR event's object is a metav1.Status, not the watched kind: read it whole.
+        if (doc && frame_fields_ && json::get_string(doc->root(), "/type") == "ERROR") doc = json::Document::parse(frame);
         if (!doc) {
           failed_ = Error(fmt::format("watch stream: frame at offset {}: {}", frame_offset, doc.error().message));
           return fail(*failed_);

@@ -1,7 +1,9 @@
 // Incremental decoder of a watch response body: a sequence of JSON objects
 // {"type":"ADDED","object":{...}} that may arrive split at any byte. The API server writes one
 // per line, but framing here only relies on JSON structure (string/escape-aware brace depth),
-// so any whitespace or none between objects works.
+// so any whitespace or none between objects works. With a field mask, each event's object is
+// decoded straight into what the mask keeps (Document::parse(text, mask)): the full object is
+// never built.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +12,14 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "core/json/field_mask.h"
 #include "core/kube/client.h"
 
 namespace unitrain::kube {
+
+// What to decode of a List response whose items keep `item_fields`: the List's own apiVersion,
+// kind and metadata (resourceVersion, continue) whole, each item through the mask.
+json::FieldMask list_fields(const json::FieldMask& item_fields);
 
 // "ADDED" -> Added ...; nullopt for anything else.
 std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view s);
@@ -22,7 +29,9 @@ Result<WatchEvent> watch_event_from_json(json::Document frame);
 class WatchDecoder {
  public:
   // A frame larger than this is a protocol error rather than a reason to grow without bound.
-  explicit WatchDecoder(size_t max_frame_bytes = size_t{256} << 20) : max_frame_(max_frame_bytes) {}
+  // `object_fields` null: whole objects.
+  explicit WatchDecoder(std::shared_ptr<const json::FieldMask> object_fields = nullptr,
+                        size_t max_frame_bytes = size_t{256} << 20);
 
   void feed(std::string_view bytes);
   // The next complete event, nullopt when more bytes are needed. After an error the decoder
@@ -42,6 +51,7 @@ class WatchDecoder {
   bool in_string_ = false;
   bool escape_ = false;
   size_t max_frame_;
+  std::optional<json::FieldMask> frame_fields_;  // "type" and object_fields under "object"
   std::optional<Error> failed_;
 };
 

@@ -6,6 +6,15 @@
 //    exponential backoff combined with an overall token bucket), forget() resets that history;
 //  - get() blocks until there is work and returns nullopt once the queue shut down and is empty.
 // Delayed keys are promoted by the workers' own get() calls on the injected Clock: no extra thread.
+//
+// Two lanes: a key added with add_first() (a job whose status is about to change: a child just
+// finished) is handed out before keys of the ordinary lane (jobs that only need more creates), so
+// a backlog of creates cannot hold back a terminal status for minutes. The first lane never hands
+// out more than kFirstInARow keys in a row while ordinary keys wait, so none of them starves.
+// A key queued in both lanes is queued once, in the first lane.
+//
+// With a `settle` time, a queued key is handed out no sooner than that after it was queued: the
+// changes that arrive together (a job's four pods starting) make one pass, not four.
 #pragma once
 
 #include <array>
@@ -19,7 +28,6 @@
 #include <queue>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/kube/clock.h"
@@ -42,6 +50,7 @@ struct WorkQueueMetrics {
   int64_t processing = 0;       // keys held by workers
   uint64_t adds = 0;            // add() calls that queued a key (deduplicated adds are not counted)
   uint64_t retries = 0;         // add_rate_limited() calls
+  uint64_t first_adds = 0;      // adds that queued a key in the first lane (or moved it there)
   Histogram queue_latency;      // time from queued to handed out
   Histogram work_duration;      // time from get() to done()
   double longest_running_seconds = 0;  // the oldest key still being processed
@@ -50,13 +59,19 @@ struct WorkQueueMetrics {
 
 class WorkQueue {
  public:
+  // How many first-lane keys may be handed out in a row while ordinary keys are waiting.
+  static constexpr int kFirstInARow = 4;
+
   // `limiter` defaults to default_controller_rate_limiter(clock).
-  explicit WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter = nullptr);
+  explicit WorkQueue(Clock& clock, std::unique_ptr<RateLimiter> limiter = nullptr,
+                     Clock::Duration settle = Clock::Duration::zero());
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
   ~WorkQueue();
 
   void add(const std::string& key);
+  // Like add(), in the first lane; moves a key already queued in the ordinary lane there.
+  void add_first(const std::string& key);
   void add_after(const std::string& key, Clock::Duration delay);
   void add_rate_limited(const std::string& key);
   void forget(const std::string& key);
@@ -80,6 +95,18 @@ class WorkQueue {
   WorkQueueMetrics metrics() const;
 
  private:
+  enum class Lane { Ordinary, First };
+  // A dirty key: the lane it is (or, while processing, will be) queued in, and the ticket of its
+  // entry in that lane's deque. Entries whose ticket no longer matches are stale and skipped.
+  struct Dirty {
+    Lane lane = Lane::Ordinary;
+    uint64_t ticket = 0;
+  };
+  struct Entry {
+    std::string key;
+    uint64_t ticket = 0;
+    Clock::SteadyTime ready;  // not handed out before
+  };
   struct Delayed {
     Clock::SteadyTime ready;
     uint64_t seq;
@@ -87,16 +114,26 @@ class WorkQueue {
     bool operator>(const Delayed& o) const { return ready != o.ready ? ready > o.ready : seq > o.seq; }
   };
 
-  void add_locked(const std::string& key);
+  void add_locked(const std::string& key, Lane lane);
+  void enqueue_locked(const std::string& key, Dirty& dirty);
+  // The next key to hand out (dropping stale entries), or nullopt when none is ready; `wake` is
+  // lowered to when the first entry not ready yet will be.
+  std::optional<std::string> pop_locked(Clock::SteadyTime now, Clock::SteadyTime& wake);
+  bool pop_lane_locked(std::deque<Entry>& lane, std::string& key, Clock::SteadyTime now, Clock::SteadyTime& wake);
   void promote_ready_locked(Clock::SteadyTime now);
   std::optional<std::string> get_impl(std::optional<Clock::SteadyTime> deadline);
 
   Clock& clock_;
   std::unique_ptr<RateLimiter> limiter_;
+  Clock::Duration settle_;
+  uint64_t changes_ = 0;  // bumped by every enqueue, so a waiting get() looks again
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::unordered_set<std::string> dirty_;
+  std::deque<Entry> first_, ordinary_;
+  int64_t queued_ = 0;   // valid entries in both deques
+  int first_in_a_row_ = 0;
+  uint64_t ticket_ = 0;
+  std::unordered_map<std::string, Dirty> dirty_;
   std::unordered_map<std::string, Clock::SteadyTime> processing_;  // key -> when handed out
   std::unordered_map<std::string, Clock::SteadyTime> queued_at_;
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
@@ -105,6 +142,7 @@ class WorkQueue {
   bool shutting_down_ = false;
   uint64_t adds_ = 0;
   uint64_t retries_ = 0;
+  uint64_t first_adds_ = 0;
   Histogram queue_latency_;
   Histogram work_duration_;
 };

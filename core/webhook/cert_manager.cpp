@@ -15,8 +15,6 @@ namespace {
 using json::Value;
 
 const kube::GroupVersionResource kSecrets{"", "v1", "secrets"};
-const kube::GroupVersionResource kValidating{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"};
-const kube::GroupVersionResource kMutating{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"};
 const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 
 constexpr std::array<std::string_view, 4> kKeys{"ca.crt", "ca.key", "tls.crt", "tls.key"};
@@ -129,9 +127,9 @@ Status CertManager::inject_ca(const std::string& ca_cert) {
     return set_bundle(doc, "/spec/conversion/webhook/clientConfig/caBundle", bundle);
   };
   for (const auto& n : options_.validating_configurations)
-    if (auto s = update(kValidating, n, webhooks); !s) return s;
+    if (auto s = update(kValidatingConfigurations, n, webhooks); !s) return s;
   for (const auto& n : options_.mutating_configurations)
-    if (auto s = update(kMutating, n, webhooks); !s) return s;
+    if (auto s = update(kMutatingConfigurations, n, webhooks); !s) return s;
   for (const auto& n : options_.crds)
     if (auto s = update(kCrds, n, crd); !s) return s;
   return {};

@@ -6,6 +6,7 @@
 
 #include "core/api/field_errors.h"
 #include "core/framework/ascii.h"
+#include "core/framework/ownership.h"
 #include "core/webhook/review.h"
 
 namespace unitrain::webhook {
@@ -51,6 +52,21 @@ void diff_into(const Value& from, const Value& to, const std::string& path, Valu
 
 Reply json_reply(std::string body) { return Reply{200, "application/json", std::move(body)}; }
 
+// The Status kube-apiserver answers a create of a name that is taken with (409 AlreadyExists).
+Value already_exists_status(const framework::FrameworkDescriptor& d, std::string_view name, json::Allocator& a) {
+  Value status(rapidjson::kObjectType);
+  status.AddMember("status", "Failure", a);
+  status.AddMember("message", str(fmt::format("{}.{} \"{}\" already exists", d.plural, d.group, name), a), a);
+  status.AddMember("reason", "AlreadyExists", a);
+  Value details(rapidjson::kObjectType);
+  details.AddMember("name", str(name, a), a);
+  details.AddMember("group", str(d.group, a), a);
+  details.AddMember("kind", str(d.plural, a), a);
+  status.AddMember("details", details, a);
+  status.AddMember("code", 409, a);
+  return status;
+}
+
 }  // namespace
 
 json::Document json_patch_diff(const Value& from, const Value& to) {
@@ -62,9 +78,11 @@ json::Document json_patch_diff(const Value& from, const Value& to) {
 Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const framework::Registry& registry,
                  HandlerOptions options)
     : plugins_(std::move(plugins)), registry_(registry), options_(options) {
+  // Several registered modules for one kind (enabled here or not): versioned hook names, which
+  // stay the same whichever of them an operator enables, and managedBy filled on create.
   auto shares_kind = [&](const framework::FrameworkDescriptor& d) {
-    return std::count_if(plugins_.begin(), plugins_.end(), [&](const framework::FrameworkPlugin* p) {
-             return p->descriptor().group == d.group && p->descriptor().kind == d.kind;
+    return std::count_if(registry_.all().begin(), registry_.all().end(), [&](const framework::Registration& r) {
+             return r.descriptor.group == d.group && r.descriptor.kind == d.kind;
            }) > 1;
   };
   std::vector<std::string> fills;
@@ -91,7 +109,7 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
   }
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     const auto* plugin = plugins_[i / 2];
-    routes_.push_back(Route{&endpoints_[i], plugin, fills[i], framework::pipeline_behaviour(*plugin).validates_defaulted});
+    routes_.push_back(Route{&endpoints_[i], plugin, fills[i]});
   }
 }
 
@@ -128,12 +146,30 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
   if (const auto* deprecation = route.plugin->capabilities().deprecation)
     if (route.endpoint->type == WebhookType::Validating) warnings.PushBack(str(deprecation->warning(), a), a);
 
+  // On update the owner is the stored job's (managedBy never changes); on create the new one's.
+  const Value* owned = operation == Operation::Update && old_object != nullptr ? old_object : object;
+  const framework::FrameworkPlugin* owner = owned != nullptr ? owner_of(route, *owned) : route.plugin;
   if (route.endpoint->type == WebhookType::Mutating) {
     // Nothing to default on DELETE, as controller-runtime's defaulting webhooks answer.
     response.AddMember("allowed", true, a);
     if (object != nullptr) {
       json::Document mutated = json::Document::copy_of(*object);
-      if (options_.persist_defaults) route.plugin->set_defaults(mutated);
+      if (options_.persist_defaults) {
+        // The owner's defaults, in the owner's version, brought back to the version written.
+        auto in_owner = in_version_of(*owner, *object);
+        if (owner != route.plugin && in_owner) {
+          owner->set_defaults(*in_owner);
+          if (auto back = in_version_of(*route.plugin, in_owner->root())) mutated = std::move(*back);
+        } else {
+          route.plugin->set_defaults(mutated);
+        }
+      }
+      // A replace that leaves out the owner annotation keeps it (the owner never changes).
+      const std::string pin = "/metadata/annotations/" + json::escape_pointer_token(framework::kOwnerAnnotation);
+      if (operation == Operation::Update && old_object != nullptr && json::find(mutated.root(), pin) == nullptr)
+        if (auto pinned = json::get_string(*old_object, pin))
+          if (auto s = json::set_string(mutated, pin, *pinned); !s)
+            return json_reply(admission_review_refusal(request->uid, fmt::format("{}: {}", d.kind, s.error().message)));
       // On update the stored owner stands (the validating webhook refuses a change).
       const Value* spec = json::find(mutated.root(), "/spec");
       if (!route.fill_managed_by.empty() && operation == Operation::Create && spec != nullptr && spec->IsObject() &&
@@ -152,22 +188,66 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
 
   // DELETE and CONNECT are not validated (only a deprecated kind's warning goes back), as
   // controller-runtime's validating webhooks answer them.
+  if (operation == Operation::Update && old_object != nullptr && applied_over_other_version(route, *object, *old_object)) {
+    response.AddMember("allowed", false, a);
+    const std::string name(json::get_string(*object, "/metadata/name").value_or(request->name));
+    response.AddMember("status", already_exists_status(d, name, a), a);
+    return json_reply(admission_review_reply(request->uid, response));
+  }
   framework::Validation v;
   if (operation == Operation::Create || operation == Operation::Update) {
     const Value* old = operation == Operation::Update ? old_object : nullptr;
-    if (route.validates_defaulted) {
-      json::Document defaulted = json::Document::copy_of(*object);
-      route.plugin->set_defaults(defaulted);
-      std::optional<json::Document> old_defaulted;
-      if (old != nullptr) {
-        old_defaulted = json::Document::copy_of(*old);
-        route.plugin->set_defaults(*old_defaulted);
+    // The owning module judges the job in its own version.
+    const framework::FrameworkPlugin* judge = route.plugin;
+    const Value* judged = object;
+    const Value* judged_old = old;
+    std::optional<json::Document> converted, converted_old;
+    if (owner != route.plugin) {
+      auto now = in_version_of(*owner, *object);
+      auto before = old != nullptr ? in_version_of(*owner, *old) : Result<json::Document>(json::Document());
+      if (now && before) {
+        judge = owner;
+        converted = std::move(*now);
+        judged = &converted->root();
+        if (old != nullptr) {
+          converted_old = std::move(*before);
+          judged_old = &converted_old->root();
+        }
       }
-      v = route.plugin->validate(old_defaulted ? &old_defaulted->root() : nullptr, defaulted.root());
-    } else {
-      v = route.plugin->validate(old, *object);
     }
-    // The owner of a job never changes, whatever the framework checks itself.
+    if (framework::pipeline_behaviour(*judge).validates_defaulted) {
+      json::Document defaulted = json::Document::copy_of(*judged);
+      judge->set_defaults(defaulted);
+      std::optional<json::Document> old_defaulted;
+      if (judged_old != nullptr) {
+        old_defaulted = json::Document::copy_of(*judged_old);
+        judge->set_defaults(*old_defaulted);
+      }
+      v = judge->validate(old_defaulted ? &old_defaulted->root() : nullptr, defaulted.root());
+    } else {
+      v = judge->validate(judged_old, *judged);
+    }
+    // A job another module of this kind owns (not enabled here) is no managedBy error.
+    if (auto named = json::get_string(*object, "/spec/runPolicy/managedBy"); named && judge == route.plugin &&
+                                                                           sibling_manager(route, *named)) {
+      v.errors.erase(std::remove_if(v.errors.begin(), v.errors.end(),
+                                    [](const api::FieldError& e) {
+                                      return e.field == "spec.runPolicy.managedBy" &&
+                                             e.type == api::FieldErrorType::NotSupported;
+                                    }),
+                     v.errors.end());
+    }
+    // The owner of a job never changes, whatever the framework checks itself: neither the
+    // managedBy a user gave nor the owner annotation the operator pinned once set.
+    if (old != nullptr) {
+      const std::string pin = "/metadata/annotations/" + json::escape_pointer_token(framework::kOwnerAnnotation);
+      const Value* pinned_before = json::find(*old, pin);
+      const Value* pinned_now = json::find(*object, pin);
+      if (pinned_before != nullptr && (pinned_now == nullptr || !json::equal(*pinned_now, *pinned_before)))
+        v.errors.push_back(api::FieldError::invalid(
+            api::FieldPath("metadata").child("annotations").key(framework::kOwnerAnnotation),
+            pinned_now ? api::FieldValue::of_json(*pinned_now) : api::FieldValue::null(), "field is immutable"));
+    }
     if (old != nullptr) {
       const Value* now = json::find(*object, "/spec/runPolicy/managedBy");
       const Value* before = json::find(*old, "/spec/runPolicy/managedBy");
@@ -194,6 +274,64 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
   }
   if (!warnings.Empty()) response.AddMember("warnings", warnings, a);
   return json_reply(admission_review_reply(request->uid, response));
+}
+
+const framework::FrameworkPlugin* Handler::owner_of(const Route& route, const Value& object) const {
+  const auto owner = framework::declared_owner(object);
+  if (!owner) return route.plugin;
+  const auto& d = route.plugin->descriptor();
+  for (const auto* p : plugins_) {
+    const auto& pd = p->descriptor();
+    if (pd.group != d.group || pd.kind != d.kind) continue;
+    if (std::find(pd.managed_by.begin(), pd.managed_by.end(), *owner) != pd.managed_by.end()) return p;
+  }
+  return route.plugin;
+}
+
+Result<json::Document> Handler::in_version_of(const framework::FrameworkPlugin& plugin, const Value& object) const {
+  const auto& d = plugin.descriptor();
+  if (json::get_string(object, "/apiVersion") == std::string_view(d.api_version())) return json::Document::copy_of(object);
+  const auto* conversion = registry_.find_conversion(d.group, d.kind);
+  if (conversion == nullptr) return fail(fmt::format("no conversion for {} {}", d.api_version(), d.kind));
+  return conversion->convert(object, d.api_version());
+}
+
+bool Handler::sibling_manager(const Route& route, std::string_view manager) const {
+  const auto& d = route.plugin->descriptor();
+  for (const auto& r : registry_.all()) {
+    const auto& rd = r.descriptor;
+    if (rd.name == d.name || rd.group != d.group || rd.kind != d.kind) continue;
+    if (std::find(rd.managed_by.begin(), rd.managed_by.end(), manager) != rd.managed_by.end()) return true;
+  }
+  return false;
+}
+
+bool Handler::applied_over_other_version(const Route& route, const Value& object, const Value& old_object) const {
+  constexpr std::string_view kLastApplied = "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration";
+  auto applied_version = [&](const Value& obj) -> std::optional<std::string> {
+    auto text = json::get_string(obj, kLastApplied);
+    if (!text) return std::nullopt;
+    auto applied = json::Document::parse(*text);
+    if (!applied || !applied->root().IsObject()) return std::nullopt;
+    // kubectl edit rewrites the annotation with the whole edited object (uid and all); an applied
+    // manifest names no uid.
+    if (json::find(applied->root(), "/metadata/uid") != nullptr) return std::nullopt;
+    return std::string(json::get_string(applied->root(), "/apiVersion").value_or(""));
+  };
+  const auto& d = route.plugin->descriptor();
+  const auto now = applied_version(object);
+  if (!now || *now != d.api_version() || applied_version(old_object) == now) return false;
+  if (auto before = applied_version(old_object)) return true;  // last applied in the other version
+  // Never applied: the version of the module that owns it.
+  const auto owner = framework::declared_owner(old_object);
+  if (!owner || !sibling_manager(route, *owner)) return false;
+  for (const auto& r : registry_.all()) {
+    const auto& rd = r.descriptor;
+    if (rd.group == d.group && rd.kind == d.kind && rd.name != d.name &&
+        std::find(rd.managed_by.begin(), rd.managed_by.end(), *owner) != rd.managed_by.end())
+      return rd.version != d.version;
+  }
+  return false;
 }
 
 Reply Handler::convert(std::string_view body) const {
@@ -227,7 +365,7 @@ Reply Handler::convert(std::string_view body) const {
   return json_reply(conversion_review_success(request->uid, converted.root()));
 }
 
-json::Document Handler::configuration(WebhookType type, const json::Value& client_config) const {
+json::Document Handler::configuration_for(WebhookType type, const json::Value& client_config) const {
   json::Document doc = json::Document::object();
   auto& a = doc.alloc();
   const bool validating = type == WebhookType::Validating;
@@ -281,12 +419,20 @@ json::Document Handler::configuration(WebhookType type, const json::Value& clien
   return doc;
 }
 
+bool Handler::registration_needed(std::string_view name) const {
+  for (const auto& r : routes_) {
+    if (r.endpoint->name != name) continue;
+    return r.endpoint->type == WebhookType::Validating || !r.fill_managed_by.empty() || options_.persist_defaults;
+  }
+  return false;
+}
+
 json::Document Handler::validating_configuration(const json::Value& client_config) const {
-  return configuration(WebhookType::Validating, client_config);
+  return configuration_for(WebhookType::Validating, client_config);
 }
 
 json::Document Handler::mutating_configuration(const json::Value& client_config) const {
-  return configuration(WebhookType::Mutating, client_config);
+  return configuration_for(WebhookType::Mutating, client_config);
 }
 
 }  // namespace unitrain::webhook

@@ -40,6 +40,10 @@ struct Endpoint {
 inline constexpr std::string_view kConvertPath = "/convert";
 inline constexpr std::string_view kValidatingConfigurationName = "validator.training-operator.kubeflow.org";
 inline constexpr std::string_view kMutatingConfigurationName = "defaulter.training-operator.kubeflow.org";
+inline const kube::GroupVersionResource kValidatingConfigurations{"admissionregistration.k8s.io", "v1",
+                                                                   "validatingwebhookconfigurations"};
+inline const kube::GroupVersionResource kMutatingConfigurations{"admissionregistration.k8s.io", "v1",
+                                                                 "mutatingwebhookconfigurations"};
 
 struct HandlerOptions {
   // Write set_defaults into the object at admission. Off by default: the reference operators
@@ -70,17 +74,34 @@ class Handler {
   // admissionregistration.k8s.io/v1 WebhookClientConfig (url or service, caBundle).
   json::Document validating_configuration(const json::Value& client_config) const;
   json::Document mutating_configuration(const json::Value& client_config) const;
+  json::Document configuration_for(WebhookType type, const json::Value& client_config) const;
+  // Whether the hook `name` (an endpoint's) must be registered for the operator to work: every
+  // validating hook; a defaulting hook only where it fills managedBy (a kind several modules
+  // serve) or --webhook-persist-defaults writes defaults.
+  bool registration_needed(std::string_view name) const;
 
  private:
   struct Route {
     const Endpoint* endpoint;
     const framework::FrameworkPlugin* plugin;
     std::string fill_managed_by;  // set on create when unset ("" when the kind has one module)
-    bool validates_defaulted;     // the plugin's PipelineDepartures
   };
   Reply admit(const Route& route, std::string_view body) const;
+  // Where several modules serve a kind, a job is checked and defaulted by the module that owns
+  // it (its managedBy, else the owner annotation), whichever version it was written in: a job
+  // of the v1 module edited through v2beta1 is converted to v1 and judged by the v1 module.
+  // The route's module when the job names no owner, or one not enabled here.
+  const framework::FrameworkPlugin* owner_of(const Route& route, const json::Value& object) const;
+  // `object` in the version `plugin` serves, through the registry's conversion for its kind.
+  Result<json::Document> in_version_of(const framework::FrameworkPlugin& plugin, const json::Value& object) const;
+  // Whether `manager` is the managedBy value of another module registered for the route's kind
+  // (enabled here or not): then it is no error of the route's module to see it.
+  bool sibling_manager(const Route& route, std::string_view manager) const;
+  // `kubectl apply` of a manifest in the route's version over a job of the same name that
+  // belongs to the other version (its module, or what it was last applied as): the name is
+  // taken, as the API server says of a create, rather than the manifest mixed into that job.
+  bool applied_over_other_version(const Route& route, const json::Value& object, const json::Value& old_object) const;
   Reply convert(std::string_view body) const;
-  json::Document configuration(WebhookType type, const json::Value& client_config) const;
 
   std::vector<const framework::FrameworkPlugin*> plugins_;
   const framework::Registry& registry_;

@@ -206,6 +206,11 @@ Result<AdmissionRequest, ReviewError> parse_admission_review(std::string_view bo
   const bool needs_object = out.operation == Operation::Create || out.operation == Operation::Update ||
                             (!target.validating && out.operation == Operation::Connect);
   const bool needs_old = target.validating && (out.operation == Operation::Update || out.operation == Operation::Delete);
+  // The defaulting webhook reads the stored job on update when the API server sends it (it always
+  // does; the owner annotation is kept from it).
+  const Value* old_given = member(*request, "oldObject");
+  if (!needs_old && out.operation == Operation::Update && old_given != nullptr && !old_given->IsNull())
+    if (auto e = object_problem(*request, "oldObject", out.operation, target, out.old_object)) return refuse(e->to_string());
   if (needs_object)
     if (auto e = object_problem(*request, "object", out.operation, target, out.object)) return refuse(e->to_string());
   if (needs_old)

@@ -351,12 +351,17 @@ struct JobController::Impl {
 
     if (!finished && !suspend) {
       if (!json::find(st.root(), "/startTime")) (void)json::set_string(st, "/startTime", now);
-      if (condition_true(st.root(), "Suspended")) set_condition(st, "Suspended", "False", "JobResumed", "Job resumed", now);
+      if (condition_true(st.root(), "Suspended")) {
+        set_condition(st, "Suspended", "False", "JobResumed", "Job resumed", now);
+        // The deadline counts from the resume, as kube-controller-manager's Job controller does.
+        (void)json::set_string(st, "/startTime", now);
+      }
     }
     if (!finished && suspend) {
       delete_active(false);
       if (!condition_true(st.root(), "Suspended")) set_condition(st, "Suspended", "True", "JobSuspended", "Job suspended", now);
-      json::remove(st, "/startTime");
+      // status.startTime stays while suspended (so the template stays immutable, as on a real
+      // cluster); whoever rewrites the template first clears it through the status subresource.
       if (j.deadline_timer) loop.cancel(j.deadline_timer);
       j.deadline_timer = 0;
     }

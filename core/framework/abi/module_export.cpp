@@ -219,8 +219,25 @@ unitrain_status gang_min_member(const unitrain_plugin* self, const char* job, si
   return guarded(error, [&] {
     auto doc = parse(job, size);
     if (!doc) return bad_request(error, doc.error().message);
-    *min_member = plugin_of(self).capabilities().gang->min_member(doc->root());
+    auto policy = plugin_of(self).capabilities().gang->pod_group(doc->root(), [](std::string_view) { return 0; });
+    if (!policy) return answer(error, policy.error().message, UNITRAIN_ERROR);
+    *min_member = policy->min_member;
     return UNITRAIN_OK;
+  });
+}
+
+unitrain_status gang_pod_group(const unitrain_plugin* self, const char* job, size_t size,
+                               const unitrain_priority_lookup* priorities, unitrain_buffer* out) {
+  return guarded(out, [&] {
+    auto doc = parse(job, size);
+    if (!doc) return bad_request(out, doc.error().message);
+    auto priority_of = [priorities](std::string_view name) {
+      if (priorities == nullptr || priorities->value_of == nullptr) return 0;
+      return priorities->value_of(priorities->context, name.data(), name.size());
+    };
+    auto policy = plugin_of(self).capabilities().gang->pod_group(doc->root(), priority_of);
+    if (!policy) return answer(out, policy.error().message, UNITRAIN_ERROR);
+    return answer(out, wire::pod_group_json(*policy).dump());
   });
 }
 
@@ -284,7 +301,10 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
     t.foreign_object_wording = &foreign_object_wording;
     t.child_event = &child_event;
     const Capabilities caps = instance->plugin->capabilities();
-    if (caps.gang != nullptr) t.gang_min_member = &gang_min_member;
+    if (caps.gang != nullptr) {
+      t.gang_min_member = &gang_min_member;
+      t.gang_pod_group = &gang_pod_group;
+    }
     if (caps.deprecation != nullptr) t.deprecation_warning = &deprecation_warning;
     if (caps.departures != nullptr) {
       t.ttl_deletes_job = &departure<&PipelineDepartures::ttl_deletes_job, true>;
@@ -292,6 +312,9 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
       t.gang_holds_pod_creation = &departure<&PipelineDepartures::gang_holds_pod_creation, true>;
       t.delete_services_with_pods = &departure<&PipelineDepartures::delete_services_with_pods, true>;
       t.validates_defaulted = &departure<&PipelineDepartures::validates_defaulted, false>;
+      t.reconciles_on_any_child = &departure<&PipelineDepartures::reconciles_on_any_child, false>;
+      t.status_while_suspended = &departure<&PipelineDepartures::status_while_suspended, false>;
+      t.ordered_pod_writes = &departure<&PipelineDepartures::ordered_pod_writes, false>;
     }
     *table = &t;
     instance.release();  // the host ends it through t.destroy

@@ -8,7 +8,7 @@
 // wire.h; an exception never leaves it (it becomes UNITRAIN_ERROR and its message). Optional
 // capabilities are exported where the plugin has them: wording and foreign_object_wording always
 // (a plugin that keeps the defaults answers with training-operator's words, as the host would),
-// gang_min_member, deprecation_warning and the PipelineDepartures answers when capabilities()
+// gang_pod_group and gang_min_member, deprecation_warning and the PipelineDepartures answers when capabilities()
 // offers them.
 #pragma once
 

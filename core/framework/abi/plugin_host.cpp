@@ -211,14 +211,37 @@ class AbiPlugin final : public FrameworkPlugin,
   }
 
   // GangContribution
-  int32_t min_member(const Value& job) const override {
+  Result<PodGroupPolicy> pod_group(const Value& job,
+                                   const std::function<int32_t(std::string_view)>& priority_of) const override {
     const std::string request = json::dump(job);
-    int32_t n = 0;
-    unitrain_buffer error{nullptr, 0};
-    const unitrain_status s = table_->gang_min_member(table_->self, request.data(), request.size(), &n, &error);
-    std::string message = module_->take(error);
-    if (s != UNITRAIN_OK) throw ModuleError(fmt::format("module {}: gang_min_member {}: {}", origin(), status_text(s), message));
-    return n;
+    if (pod_group_fn_ == nullptr) {
+      // A module that exports only gang_min_member asks for a PodGroup of that size alone.
+      PodGroupPolicy policy;
+      unitrain_buffer error{nullptr, 0};
+      const unitrain_status s =
+          table_->gang_min_member(table_->self, request.data(), request.size(), &policy.min_member, &error);
+      std::string message = module_->take(error);
+      if (s != UNITRAIN_OK) return fail(fmt::format("module {}: gang_min_member {}: {}", origin(), status_text(s), message));
+      return policy;
+    }
+    using Lookup = std::function<int32_t(std::string_view)>;
+    const unitrain_priority_lookup priorities{
+        const_cast<Lookup*>(&priority_of), [](void* context, const char* name, size_t size) -> int32_t {
+          try {
+            return (*static_cast<const Lookup*>(context))(std::string_view(name, size));
+          } catch (...) {
+            return 0;
+          }
+        }};
+    unitrain_buffer out{nullptr, 0};
+    const unitrain_status s = pod_group_fn_(table_->self, request.data(), request.size(), &priorities, &out);
+    std::string text = module_->take(out);
+    if (s != UNITRAIN_OK) return fail(fmt::format("module {}: gang_pod_group {}: {}", origin(), status_text(s), text));
+    auto doc = Document::parse(text);
+    if (!doc) return fail(fmt::format("module {}: gang_pod_group answered {}", origin(), doc.error().message));
+    auto policy = wire::pod_group_from(doc->root());
+    if (!policy) return fail(fmt::format("module {}: gang_pod_group: {}", origin(), policy.error().message));
+    return policy;
   }
 
   // DeprecationNotice
@@ -230,6 +253,9 @@ class AbiPlugin final : public FrameworkPlugin,
   bool gang_holds_pod_creation() const override { return behaviour_.gang_holds_pod_creation; }
   bool delete_services_with_pods() const override { return behaviour_.delete_services_with_pods; }
   bool validates_defaulted() const override { return behaviour_.validates_defaulted; }
+  bool reconciles_on_any_child() const override { return behaviour_.reconciles_on_any_child; }
+  bool status_while_suspended() const override { return behaviour_.status_while_suspended; }
+  bool ordered_pod_writes() const override { return behaviour_.ordered_pod_writes; }
 
  private:
   using TextHook = unitrain_status (*)(const unitrain_plugin*, const char*, size_t, unitrain_buffer*);
@@ -258,7 +284,9 @@ class AbiPlugin final : public FrameworkPlugin,
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, wording)) wording_fn_ = t->wording;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, foreign_object_wording)) foreign_wording_fn_ = t->foreign_object_wording;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, child_event)) child_event_fn_ = t->child_event;
-    has_gang_ = UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_min_member) && t->gang_min_member != nullptr;
+    if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_pod_group)) pod_group_fn_ = t->gang_pod_group;
+    has_gang_ = pod_group_fn_ != nullptr ||
+                (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_min_member) && t->gang_min_member != nullptr);
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, deprecation_warning) && t->deprecation_warning != nullptr) {
       unitrain_buffer w{nullptr, 0};
       const unitrain_status ws = t->deprecation_warning(t->self, &w);
@@ -278,6 +306,11 @@ class AbiPlugin final : public FrameworkPlugin,
       behaviour_.gang_holds_pod_creation = departure(t->gang_holds_pod_creation, true);
       behaviour_.delete_services_with_pods = departure(t->delete_services_with_pods, true);
       behaviour_.validates_defaulted = departure(t->validates_defaulted, false);
+    }
+    if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, ordered_pod_writes)) {
+      behaviour_.reconciles_on_any_child = departure(t->reconciles_on_any_child, false);
+      behaviour_.status_while_suspended = departure(t->status_while_suspended, false);
+      behaviour_.ordered_pod_writes = departure(t->ordered_pod_writes, false);
     }
     return {};
   }
@@ -325,6 +358,7 @@ class AbiPlugin final : public FrameworkPlugin,
   TextHook foreign_wording_fn_ = nullptr;
   TextHook child_event_fn_ = nullptr;
   bool has_gang_ = false;
+  decltype(unitrain_plugin_table::gang_pod_group) pod_group_fn_ = nullptr;
   std::optional<std::string> deprecation_;
   bool has_departures_ = false;
   PipelineBehaviour behaviour_;

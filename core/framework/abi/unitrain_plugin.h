@@ -90,6 +90,12 @@ typedef struct unitrain_host_table {
   void (*log)(void* context, int32_t level, const char* message, size_t size);
 } unitrain_host_table;
 
+/* The host's PriorityClass values by name, for gang_pod_group: 0 when the class is unknown. */
+typedef struct unitrain_priority_lookup {
+  void* context; /* passed back to value_of */
+  int32_t (*value_of)(void* context, const char* name, size_t size);
+} unitrain_priority_lookup;
+
 /* One plugin instance (a module's framework built with one configuration), opaque to the host. */
 typedef struct unitrain_plugin unitrain_plugin;
 
@@ -117,13 +123,15 @@ typedef struct unitrain_plugin_table {
   unitrain_status (*decorate_pod)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
   /* {"job": {...}, "observed": OBSERVED} -> [{"resource": {"group": "", "version": "v1",
      "resource": "services"}, "object": {...}, "update": "Never" | "WhenDiffers",
-     "compared": ["/spec"], "useExisting": false}]
+     "compared": ["/spec"], "useExisting": false, "afterPods": false, "statusClearedFirst":
+     ["/status/startTime"]}]
      OBSERVED is {"pods": [...], "services": [...], "owned": {"<resource>.<group>": [...]}}. */
   unitrain_status (*desired_objects)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
   /* {"job": {...}, "observed": OBSERVED} -> {"replicaStatuses": {"Worker": {"active": 1,
      "succeeded": 0, "failed": 0, "selector": "..." (optional)}}, "conditions": [{"type":
-     "Running", "status": "True", "reason": "...", "message": "..."}], "setCompletionTime":
-     false, "completionTime": "<RFC 3339>" (optional)} */
+     "Running", "status": "True", "reason": "...", "message": "..."}], "events": [{"type":
+     "Normal", "reason": "...", "message": "..."}] (optional; recorded once the status is
+     written), "setCompletionTime": false, "completionTime": "<RFC 3339>" (optional)} */
   unitrain_status (*compute_status)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
   /* -> [{"group": "autoscaling", "version": "v2", "resource": "horizontalpodautoscalers"}] */
   unitrain_status (*pruned_resources)(const unitrain_plugin* self, unitrain_buffer* out);
@@ -157,6 +165,20 @@ typedef struct unitrain_plugin_table {
      "eventType": "Normal" | "Warning" | "" (no event)}: the events about a job's children.
      Default: training-operator's. */
   unitrain_status (*child_event)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
+  /* More departures from training-operator's pipeline, asked once like the five above. NULL:
+     training-operator's answer (0, 0, 0): reconcile on a child's create or delete only when it
+     carries the replica-type label; no status on suspended passes; pods written in parallel. */
+  int32_t (*reconciles_on_any_child)(const unitrain_plugin* self);
+  int32_t (*status_while_suspended)(const unitrain_plugin* self);
+  int32_t (*ordered_pod_writes)(const unitrain_plugin* self);
+  /* The PodGroup the module asks for (framework::GangContribution), superseding gang_min_member
+     where both are set: job -> {"minMember": 3, "queue": "", "priorityClass": "", "minResources":
+     {"cpu": "2"} (absent: left out), "scheduleTimeoutSeconds": 0 (absent: left out)}. The module
+     looks PriorityClass values up through `priorities` (valid during the call; 0 when unknown).
+     A module that sets it also sets gang_min_member (its minMember with every priority 0), so a
+     host that predates this field still gets the group's size. */
+  unitrain_status (*gang_pod_group)(const unitrain_plugin* self, const char* job, size_t size,
+                                    const struct unitrain_priority_lookup* priorities, unitrain_buffer* out);
 } unitrain_plugin_table;
 
 /* What the entry point returns: valid until the library is unloaded. */
@@ -173,7 +195,7 @@ typedef struct unitrain_module_table {
   /* -> the registration: {"descriptor": {"name", "aliases", "kindAliasDefault", "group",
      "version", "kind", "plural", "singular", "replicaSpecsField", "replicaTypes",
      "defaultContainer", "defaultPortName", "defaultPort", "controllerName", "replicaTypeLabel",
-     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources"}, "options":
+     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector"}, "options":
      [{"name", "default", "help"}], "crds": ["<CRD YAML>"], "permissions": [{"apiGroups",
      "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"]}} */
   unitrain_status (*describe)(unitrain_buffer* out);

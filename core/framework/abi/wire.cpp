@@ -161,6 +161,7 @@ Value descriptor_json(const FrameworkDescriptor& d, Allocator& a) {
   o.AddMember("managedBy", string_array(d.managed_by, a), a);
   o.AddMember("ownsUnsetManagedBy", d.owns_unset_managed_by, a);
   o.AddMember("ownedResources", resources_value(d.owned_resources, a), a);
+  o.AddMember("childLabelSelector", text_value(d.child_label_selector, a), a);
   return o;
 }
 
@@ -189,6 +190,7 @@ Result<FrameworkDescriptor> descriptor_from(const Value& v) {
   const Value* owned = nullptr;
   UNITRAIN_WIRE_READ(owned, r.objects("ownedResources"));
   if (owned != nullptr) UNITRAIN_WIRE_READ(d.owned_resources, resources_from(*owned, r.path("ownedResources")));
+  UNITRAIN_WIRE_READ(d.child_label_selector, r.string("childLabelSelector"));
   return d;
 }
 
@@ -457,6 +459,36 @@ Result<Observed> observed_from(const Value& observed) {
   return out;
 }
 
+Document pod_group_json(const PodGroupPolicy& policy) {
+  Document doc = Document::object();
+  auto& a = doc.alloc();
+  doc.root().AddMember("minMember", policy.min_member, a);
+  doc.root().AddMember("queue", text_value(policy.queue, a), a);
+  doc.root().AddMember("priorityClass", text_value(policy.priority_class, a), a);
+  if (policy.min_resources) doc.root().AddMember("minResources", Value(policy.min_resources->root(), a), a);
+  if (policy.schedule_timeout_seconds) doc.root().AddMember("scheduleTimeoutSeconds", *policy.schedule_timeout_seconds, a);
+  return doc;
+}
+
+Result<PodGroupPolicy> pod_group_from(const Value& v) {
+  MemberReader r(v, "pod group");
+  if (auto s = r.check_object(); !s) return fail(s.error());
+  PodGroupPolicy p;
+  UNITRAIN_WIRE_READ(p.min_member, r.int32("minMember"));
+  UNITRAIN_WIRE_READ(p.queue, r.string("queue"));
+  UNITRAIN_WIRE_READ(p.priority_class, r.string("priorityClass"));
+  if (const Value* resources = r.find("minResources")) {
+    if (!resources->IsObject()) return fail("pod group.minResources: must be an object");
+    p.min_resources = Document::copy_of(*resources);
+  }
+  if (r.find("scheduleTimeoutSeconds") != nullptr) {
+    int32_t seconds = 0;
+    UNITRAIN_WIRE_READ(seconds, r.int32("scheduleTimeoutSeconds"));
+    p.schedule_timeout_seconds = seconds;
+  }
+  return p;
+}
+
 Document desired_json(const std::vector<DesiredObject>& objects) {
   Document doc = Document::array();
   auto& a = doc.alloc();
@@ -467,6 +499,8 @@ Document desired_json(const std::vector<DesiredObject>& objects) {
     v.AddMember("update", text_value(o.update == DesiredObject::Update::WhenDiffers ? "WhenDiffers" : "Never", a), a);
     v.AddMember("compared", string_array(o.compared, a), a);
     v.AddMember("useExisting", o.use_existing, a);
+    v.AddMember("afterPods", o.after_pods, a);
+    v.AddMember("statusClearedFirst", string_array(o.status_cleared_first, a), a);
     doc.root().PushBack(v, a);
   }
   return doc;
@@ -492,6 +526,8 @@ Result<std::vector<DesiredObject>> desired_from(const Value& doc) {
     else if (update != "Never") return fail(fmt::format("{}.update: \"{}\" is neither Never nor WhenDiffers", path, update));
     UNITRAIN_WIRE_READ(o.compared, r.strings("compared"));
     UNITRAIN_WIRE_READ(o.use_existing, r.boolean("useExisting", false));
+    UNITRAIN_WIRE_READ(o.after_pods, r.boolean("afterPods", false));
+    UNITRAIN_WIRE_READ(o.status_cleared_first, r.strings("statusClearedFirst"));
     out.push_back(std::move(o));
   }
   return out;
@@ -520,6 +556,15 @@ Document status_json(const StatusProposal& proposal) {
     conditions.PushBack(v, a);
   }
   doc.root().AddMember("conditions", conditions, a);
+  Value events(rapidjson::kArrayType);
+  for (const auto& e : proposal.events) {
+    Value v(rapidjson::kObjectType);
+    v.AddMember("type", text_value(e.type, a), a);
+    v.AddMember("reason", text_value(e.reason, a), a);
+    v.AddMember("message", text_value(e.message, a), a);
+    events.PushBack(v, a);
+  }
+  doc.root().AddMember("events", events, a);
   doc.root().AddMember("setCompletionTime", proposal.set_completion_time, a);
   if (proposal.completion_time) doc.root().AddMember("completionTime", text_value(*proposal.completion_time, a), a);
   return doc;
@@ -554,6 +599,19 @@ Result<StatusProposal> status_from(const Value& doc) {
       UNITRAIN_WIRE_READ(condition.reason, c.string("reason"));
       UNITRAIN_WIRE_READ(condition.message, c.string("message"));
       out.conditions.push_back(std::move(condition));
+    }
+  }
+  const Value* events = nullptr;
+  UNITRAIN_WIRE_READ(events, r.objects("events"));
+  if (events != nullptr) {
+    for (rapidjson::SizeType i = 0; i < events->Size(); ++i) {
+      MemberReader e((*events)[i], fmt::format("events[{}]", i));
+      if (auto s = e.check_object(); !s) return fail(s.error());
+      StatusProposal::Event event;
+      UNITRAIN_WIRE_READ(event.type, e.string("type", true));
+      UNITRAIN_WIRE_READ(event.reason, e.string("reason", true));
+      UNITRAIN_WIRE_READ(event.message, e.string("message"));
+      out.events.push_back(std::move(event));
     }
   }
   UNITRAIN_WIRE_READ(out.set_completion_time, r.boolean("setCompletionTime", false));

@@ -43,6 +43,10 @@ json::Document decorate_request(const json::Value& job, const PodSlot& slot, con
 json::Document observed_request(const json::Value& job, const Observed& observed);
 // The children in `observed`, pointing into it; the caller keeps the document alive.
 Result<Observed> observed_from(const json::Value& observed);
+// GangContribution::pod_group's answer: {"minMember", "queue", "priorityClass", "minResources"
+// (absent: unset), "scheduleTimeoutSeconds" (absent: unset)}.
+json::Document pod_group_json(const PodGroupPolicy& policy);
+Result<PodGroupPolicy> pod_group_from(const json::Value& doc);
 json::Document desired_json(const std::vector<DesiredObject>& objects);
 Result<std::vector<DesiredObject>> desired_from(const json::Value& doc);
 json::Document status_json(const StatusProposal& proposal);

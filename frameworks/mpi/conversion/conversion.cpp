@@ -25,6 +25,33 @@ constexpr std::array<std::string_view, 7> kV2beta1Fields{"slotsPerWorker",   "ru
                                                          "sshAuthMountPath", "launcherCreationPolicy",
                                                          "mpiImplementation"};
 
+// The v2beta1-only fields the v2beta1 schema of the CRD defaults (manifests/crds, as
+// mpi-operator's CRD does), with those defaults. The API server fills them into every object it
+// stores, so a job written as v1 has them too; converting such a job back to v1 need not carry
+// a default, since the API server fills it in again when the job is written back as v1: only the
+// other values travel in the annotation, and a job written and read as v1 carries none.
+struct SchemaDefault {
+  std::string_view field;
+  std::string_view value;  // JSON
+};
+constexpr std::array<SchemaDefault, 4> kV2beta1SchemaDefaults{{{"runLauncherAsWorker", "false"},
+                                                               {"sshAuthMountPath", "\"/root/.ssh\""},
+                                                               {"launcherCreationPolicy", "\"AtStartup\""},
+                                                               {"mpiImplementation", "\"OpenMPI\""}}};
+
+// The schema default of `field` in `api_version`; a null document when it has none.
+json::Document schema_default(std::string_view api_version, std::string_view field) {
+  if (api_version != kV2beta1) return json::Document();
+  for (const auto& d : kV2beta1SchemaDefaults)
+    if (d.field == field) return std::move(*json::Document::parse(d.value));
+  return json::Document();
+}
+
+bool is_schema_default(std::string_view api_version, std::string_view field, const Value& value) {
+  const json::Document d = schema_default(api_version, field);
+  return !d.root().IsNull() && json::equal(d.root(), value);
+}
+
 bool known_in(std::string_view api_version, std::string_view field) {
   if (api_version == kV1) return std::find(kV1Fields.begin(), kV1Fields.end(), field) != kV1Fields.end();
   return std::find(kV2beta1Fields.begin(), kV2beta1Fields.end(), field) != kV2beta1Fields.end();
@@ -87,7 +114,7 @@ Result<json::Document> convert(const Value& object, std::string_view to_api_vers
       order.PushBack(Value(m.name, a), a);
       if (known_in(to_api_version, view(m.name)))
         kept.AddMember(Value(m.name, a), Value(m.value, a), a);
-      else
+      else if (!is_schema_default(source, view(m.name), m.value))
         stashed.AddMember(Value(m.name, a), Value(m.value, a), a);
     }
     Value rebuilt(rapidjson::kObjectType);
@@ -100,6 +127,8 @@ Result<json::Document> convert(const Value& object, std::string_view to_api_vers
           rebuilt.AddMember(Value(k, a), Value(it->value, a), a);
         else if (auto f = fields.FindMember(k); f != fields.MemberEnd())
           rebuilt.AddMember(Value(k, a), Value(f->value, a), a);
+        else if (json::Document d = schema_default(to_api_version, view(k)); !d.root().IsNull())
+          rebuilt.AddMember(Value(k, a), Value(d.root(), a), a);  // left out as a default: back in its place
       }
     }
     for (auto& m : kept.GetObject())

@@ -24,6 +24,7 @@
 #include "core/json/json.h"
 #include "frameworks/mpi/v2/job_view.h"
 #include "frameworks/mpi/v2/objects.h"
+#include "frameworks/mpi/v2/pod_group.h"
 #include "frameworks/mpi/v2/register.h"
 
 namespace unitrain::frameworks::mpi::v2 {
@@ -70,6 +71,12 @@ class MpiV2Plugin final : public framework::ModulePlugin,
   bool gang_holds_pod_creation() const override { return false; }
   bool delete_services_with_pods() const override { return false; }
   bool validates_defaulted() const override { return true; }
+  // mpi-operator reacts to every create and delete of the objects it owns (its Service,
+  // ConfigMap and Secret carry no replica-type label), computes the status of a suspended job
+  // too, and writes its workers one at a time in index order.
+  bool reconciles_on_any_child() const override { return true; }
+  bool status_while_suspended() const override { return true; }
+  bool ordered_pod_writes() const override { return true; }
 
   void set_defaults(Document& job) const override {
     auto& a = job.alloc();
@@ -300,6 +307,8 @@ class MpiV2Plugin final : public framework::ModulePlugin,
       l.resource = {"batch", "v1", "jobs"};
       l.update = DesiredObject::Update::WhenDiffers;
       l.compared = {"/spec/suspend"};
+      // After the workers: created once they exist, unsuspended once they are back.
+      l.after_pods = true;
       // Resuming a suspended launcher Job: its pod template may change only now (it is
       // immutable while the Job runs), so the scheduling directives follow the MPIJob in the
       // same update that unsuspends it; labels and annotations keep what others added.
@@ -316,6 +325,8 @@ class MpiV2Plugin final : public framework::ModulePlugin,
         l.compared.insert(l.compared.end(), {"/spec/template/metadata/labels", "/spec/template/metadata/annotations",
                                              "/spec/template/spec/nodeSelector", "/spec/template/spec/tolerations",
                                              "/spec/template/spec/schedulingGates"});
+        // The API server keeps a Job's template immutable once it has started.
+        l.status_cleared_first = {"/status/startTime"};
       }
       l.object = std::move(d);
       out.push_back(std::move(l));
@@ -335,6 +346,14 @@ class MpiV2Plugin final : public framework::ModulePlugin,
     for (const Value* pod : lpods) {
       if (string_at(*pod, "/status/phase") == "Running") ++launcher_running;
     }
+    // The launcher Job fails after its pod does, but the two reach us through different caches: a
+    // launcher pod still seen live (not terminal, not being deleted) beside a failed Job means the
+    // pod cache is behind, and the pod's update brings another pass. Judging now would lose the
+    // pod's reason and message, which the Failed condition carries after BackoffLimitExceeded.
+    const bool pod_cache_behind = failed && std::any_of(lpods.begin(), lpods.end(), [](const Value* pod) {
+      const std::string phase = string_at(*pod, "/status/phase");
+      return phase != "Failed" && phase != "Succeeded" && json::find(*pod, "/metadata/deletionTimestamp") == nullptr;
+    });
     if (launcher != nullptr) {
       auto& l = p.replica_statuses[std::string(kLauncher)];
       l.failed = static_cast<int32_t>(json::get_int(*launcher, "/status/failed").value_or(0));
@@ -363,19 +382,25 @@ class MpiV2Plugin final : public framework::ModulePlugin,
     const std::string who = j.ns + "/" + j.name;
     auto status = api::job_status_of(job);
     const bool had_running = status && status->condition(api::condition_type::kRunning) != nullptr;
+    auto is_true = [&](std::string_view type, std::string_view reason = {}) {
+      const api::JobCondition* c = status ? status->condition(type) : nullptr;
+      return c != nullptr && c->status == "True" && (reason.empty() || c->reason == reason);
+    };
     auto synthesize_running = [&] {
       if (!had_running) {
         p.conditions.push_back({"Running", "False", "MPIJobRunning",
                                 fmt::format("MPIJob {} is finished but Running condition was never set.", who)});
       }
     };
+    // mpi-operator records an event with each of these conditions; here once, when it is new.
     if (complete) {
       synthesize_running();
-      p.conditions.push_back({"Succeeded", "True", "MPIJobSucceeded", fmt::format("MPIJob {} successfully completed.", who)});
-      p.events.push_back({"Normal", "MPIJobSucceeded", p.conditions.back().message});
+      const std::string message = fmt::format("MPIJob {} successfully completed.", who);
+      p.conditions.push_back({"Succeeded", "True", "MPIJobSucceeded", message});
+      if (!is_true("Succeeded")) p.events.push_back({"Normal", "MPIJobSucceeded", message});
       p.set_completion_time = true;
       if (auto t = json::get_string(*launcher, "/status/completionTime")) p.completion_time = std::string(*t);
-    } else if (failed) {
+    } else if (failed && !pod_cache_behind) {
       const Value* cond = condition(launcher, "Failed");
       std::string reason = cond != nullptr ? string_at(*cond, "/reason") : std::string();
       std::string message = cond != nullptr ? string_at(*cond, "/message") : std::string();
@@ -397,19 +422,23 @@ class MpiV2Plugin final : public framework::ModulePlugin,
       if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage - 3) + "...";
       synthesize_running();
       p.conditions.push_back({"Failed", "True", reason, message});
-      p.events.push_back({"Warning", reason, message});
+      if (!is_true("Failed", reason)) p.events.push_back({"Warning", reason, message});
       p.set_completion_time = true;
     }
     if (evicted > 0) {
-      p.conditions.push_back({"Failed", "True", "MPIJobEvicted", fmt::format("{}/{} workers are evicted", evicted, worker_count)});
-      p.events.push_back({"Warning", "MPIJobEvicted", p.conditions.back().message});
+      const std::string message = fmt::format("{}/{} workers are evicted", evicted, worker_count);
+      p.conditions.push_back({"Failed", "True", "MPIJobEvicted", message});
+      if (!is_true("Failed", "MPIJobEvicted")) p.events.push_back({"Warning", "MPIJobEvicted", message});
       p.set_completion_time = true;
     }
-    // Suspended/Resumed conditions are the core's (worded by wording() below).
-    if (!j.suspended && launcher != nullptr && !done && launcher_running >= 1 && worker_running == worker_count) {
+    // The Suspended and Resumed conditions are the core's (worded by wording() below); the
+    // Running=False of a suspended job comes after Suspended, as mpi-operator orders them.
+    if (j.suspended) {
+      p.conditions.push_back({"Running", "False", "MPIJobSuspended", fmt::format("MPIJob {} is suspended.", who)});
+    } else if (launcher != nullptr && !done && launcher_running >= 1 && worker_running == worker_count) {
       p.conditions.push_back({"Running", "True", "MPIJobRunning", fmt::format("MPIJob {} is running.", who)});
-      // The event's message has no period, the condition's has.
-      p.events.push_back({"Normal", "MPIJobRunning", fmt::format("MPIJob {} is running", who)});
+      // mpi-operator's event message has no final period.
+      if (!is_true("Running")) p.events.push_back({"Normal", "MPIJobRunning", fmt::format("MPIJob {} is running", who)});
     }
     return p;
   }
@@ -474,9 +503,9 @@ class MpiV2Plugin final : public framework::ModulePlugin,
     return true;
   }
 
-  int32_t min_member(const Value& job) const override {
-    if (auto m = json::get_int(job, "/spec/runPolicy/schedulingPolicy/minAvailable")) return static_cast<int32_t>(*m);
-    return view(job).workers + 1;
+  Result<framework::PodGroupPolicy> pod_group(const Value& job,
+                                               const std::function<int32_t(std::string_view)>& priority_of) const override {
+    return pod_group_policy(job, priority_of);
   }
 
  private:
@@ -497,6 +526,7 @@ framework::FrameworkDescriptor make_descriptor() {
   d.replica_types = {"Launcher", "Worker"};
   // Exit codes are the launcher Job's business and workers have no ports: no default container.
   d.controller_name = std::string(kOperator);
+  d.child_label_selector = fmt::format("{}={}", job_labels::kOperatorName, kOperator);
   d.replica_type_label = std::string(job_labels::kJobRole);
   d.metrics_framework = "mpi";
   d.managed_by = {"kubeflow.org/mpi-operator"};

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     kube::InformerOptions io;
     io.resource = kPods;
     io.namespaces = {"default"};
-    io.projection = kube::project_pod;
+    io.fields = kube::pod_fields();
     kube::Informer observer(**client, clock, io);
     auto count = [&](const json::Value& obj) {
       if (json::get_string(obj, "/status/phase") != "Succeeded") return;
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       kube::InformerOptions po;
       po.resource = kPods;
       po.namespaces = {"default"};
-      if (project) po.projection = kube::project_pod;
+      if (project) po.fields = kube::pod_fields();
       auto inf = std::make_unique<kube::Informer>(**client, clock, po);
       inf->start();
       inf->wait_for_sync(std::chrono::seconds(120));

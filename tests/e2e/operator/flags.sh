@@ -23,7 +23,7 @@ for f in --enable-scheme --gang-scheduler-name --namespace --controller-threads 
          --leader-election-id --leader-election-namespace --leader-elect-lease-duration \
          --leader-elect-renew-deadline --leader-elect-retry-period --metrics-bind-address \
          --health-probe-bind-address --kubeconfig --kube-api-qps --kube-api-burst --zap-log-level \
-         --log-format --mpi-default-version --embedded-cluster --pytorch-init-container-image --zap-devel \
+         --log-format --mpi-default-version --cluster-domain --embedded-cluster --pytorch-init-container-image --zap-devel \
          --zap-encoder --zap-stacktrace-level --zap-time-encoding --events-qps --events-burst; do
   [[ $help == *"$f"* ]] || { echo "FAIL: --help does not list $f"; fails=$((fails+1)); }
 done
@@ -49,6 +49,7 @@ check_bad --kubeconfig --kubeconfig "$work/no-such-kubeconfig"
 check_bad --kube-api-qps --kube-api-qps -1
 check_bad --kube-api-qps --kube-api-qps fast
 check_bad --kube-api-burst --kube-api-burst 0
+check_bad --cluster-domain --cluster-domain 'Cluster Local'
 check_bad --zap-log-level --zap-log-level loud
 check_bad --zap-log-level --zap-log-level 0
 check_bad --log-format --log-format xml

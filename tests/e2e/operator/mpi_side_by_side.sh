@@ -15,7 +15,7 @@ if [[ -n $ref && ! ( -f $ref/mpi-v1/tensorflow-mnist.yaml && -f $ref/mpi-v2/pi.y
   echo "SKIPPED: upstream examples mpi-v1/tensorflow-mnist.yaml and mpi-v2/pi.yaml not found in $ref"
   exit 77
 fi
-require_tools kubectl curl
+require_tools kubectl curl python3
 make_workdir
 "$bin" --embedded-cluster --enable-scheme '*' --kubeconfig-out "$work/kubeconfig" --metrics-bind-address 0 \
   --health-probe-bind-address 127.0.0.1:0 --crd-dir "$src/manifests/crds" \
@@ -104,8 +104,19 @@ for v in v1 v2beta1; do
 done
 m=$(k get mpijobs.v1.kubeflow.org "${v2_jobs[0]}" -o jsonpath='{.spec.runPolicy.managedBy}/{.spec.sshAuthMountPath}')
 [[ $m == "kubeflow.org/mpi-operator/" ]] || fail "a v2beta1 job read as v1 shows '$m'"
-k get mpijobs.v1.kubeflow.org "${v2_jobs[0]}" -o yaml | grep -q 'conversion.unitrain.io/mpijob-v2beta1-fields' \
-  || fail "a v2beta1 job read as v1 does not carry its v2beta1-only fields"
+# Its v2beta1-only fields travel in an annotation, unless they all hold the schema's defaults (the
+# API server fills those in again when the job is written back).
+k get mpijobs.v2beta1.kubeflow.org "${v2_jobs[0]}" -o json >"$work/as-v2.json"
+k get mpijobs.v1.kubeflow.org "${v2_jobs[0]}" -o json >"$work/as-v1.json"
+python3 - "$work/as-v2.json" "$work/as-v1.json" <<'PY' || fail "the v2beta1-only fields of ${v2_jobs[0]} read as v1: $(cat "$work/as-v1.json")"
+import json, sys
+v2, v1 = (json.load(open(p)) for p in sys.argv[1:3])
+defaults = {"runLauncherAsWorker": False, "sshAuthMountPath": "/root/.ssh", "launcherCreationPolicy": "AtStartup",
+            "mpiImplementation": "OpenMPI"}
+own = {k: v for k, v in v2["spec"].items() if k in defaults and v != defaults[k]}
+stash = v1["metadata"].get("annotations", {}).get("conversion.unitrain.io/mpijob-v2beta1-fields")
+assert (json.loads(stash)["fields"] if stash else {}) == own, (own, stash)
+PY
 echo "mpijobs.v1.kubeflow.org and mpijobs.v2beta1.kubeflow.org both list all jobs, converted"
 
 # managedBy is immutable.
@@ -144,3 +155,66 @@ reject '{"apiVersion":"kubeflow.org/v1","kind":"MPIJob","metadata":{"name":"bad-
 reject '{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"bad-v2","namespace":"default"},
   "spec":{"mpiReplicaSpecs":{"Launcher":{"replicas":2,"template":{"spec":{"containers":[{"name":"l","image":"x"}]}}}}}}' \
   'spec.mpiReplicaSpecs[Launcher].replicas'
+# The v2beta1 schema has no enum on restartPolicy (as mpi-operator's CRD): the webhook's rule and
+# message are what users see.
+reject '{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"bad-restart","namespace":"default"},
+  "spec":{"mpiReplicaSpecs":{"Launcher":{"replicas":1,"restartPolicy":"Sometimes","template":{"spec":{"containers":[{"name":"l","image":"x"}]}}}}}}' \
+  'spec.mpiReplicaSpecs[Launcher].restartPolicy: Unsupported value: "Sometimes": supported values: "Never", "OnFailure"'
+
+v1j=${v1_jobs[0]} v2j=${v2_jobs[0]}
+# Same-version reads carry no conversion annotation; cross-version reads carry the other
+# version's fields where that version has any beyond its schema's defaults.
+for pair in "v1 $v1j" "v2beta1 $v2j"; do
+  set -- $pair
+  annotations=$(k get "mpijobs.$1.kubeflow.org" "$2" -o jsonpath='{.metadata.annotations}')
+  [[ $annotations != *conversion.unitrain.io* ]] || fail "$1 job $2 read as $1 carries a conversion annotation: $annotations"
+done
+echo "jobs read in the version they were written in carry no conversion annotation"
+
+# `kubectl get` names the module that runs each job.
+columns=$(k get mpijobs.v2beta1.kubeflow.org "$v1j" "$v2j" --no-headers -o wide 2>&1)
+grep -q "^$v1j *[A-Za-z]* *kubeflow.org/training-operator" <<<"$columns" \
+  && grep -q "^$v2j *[A-Za-z]* *kubeflow.org/mpi-operator" <<<"$columns" || fail "no Managed-By column: $columns"
+k get mpijobs.v1.kubeflow.org "$v1j" | head -1 | grep -q 'MANAGED-BY' || fail "no MANAGED-BY header"
+
+# Each version's job edited through the other version: merge patch, then read and replace.
+k patch mpijobs.v2beta1.kubeflow.org "$v1j" --type merge -p '{"metadata":{"labels":{"edited-as":"v2beta1"}}}' >/dev/null \
+  || fail "patching the v1 job $v1j through v2beta1"
+k patch mpijobs.v1.kubeflow.org "$v2j" --type merge -p '{"metadata":{"labels":{"edited-as":"v1"}}}' >/dev/null \
+  || fail "patching the v2beta1 job $v2j through v1"
+for pair in "v2beta1 $v1j v1" "v1 $v2j v2beta1"; do
+  set -- $pair
+  k get "mpijobs.$1.kubeflow.org" "$2" -o json >"$work/$2.json" || fail "reading $2 as $1"
+  python3 - "$work/$2.json" <<'PY' || fail "editing $work/$2.json"
+import json, sys
+path = sys.argv[1]
+job = json.load(open(path))
+job["metadata"].setdefault("annotations", {})["edited"] = "replace"
+json.dump(job, open(path, "w"))
+PY
+  out=$(k replace -f "$work/$2.json" 2>&1) || fail "replacing $2 through $1: $out"
+  # Read back in its own version: the edit is there, its own fields unchanged, no annotation left over.
+  k get "mpijobs.$3.kubeflow.org" "$2" -o json >"$work/$2.back.json"
+  python3 - "$work/$2.back.json" "$3" <<'PY' || fail "$2 after the edit through $1: $(cat "$work/$2.back.json")"
+import json, sys
+job = json.load(open(sys.argv[1]))
+ann = job["metadata"].get("annotations", {})
+assert ann.get("edited") == "replace", ann
+assert not any(k.startswith("conversion.unitrain.io") for k in ann), ann
+assert job["spec"]["runPolicy"]["managedBy"] == {"v1": "kubeflow.org/training-operator", "v2beta1": "kubeflow.org/mpi-operator"}[sys.argv[2]]
+PY
+done
+echo "each version's job patched and replaced through the other version"
+
+# A v1 and a v2beta1 job of one name: creating or applying the second is an ordinary
+# AlreadyExists, not a managedBy error, and the first job is left as it was.
+same_name='{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"'$v1j'","namespace":"default"},
+ "spec":{"mpiReplicaSpecs":{"Launcher":{"replicas":1,"template":{"spec":{"containers":[{"name":"l","image":"x"}]}}}}}}'
+before=$(k get mpijobs.v1.kubeflow.org "$v1j" -o jsonpath='{.metadata.resourceVersion}')
+for verb in create apply; do
+  out=$(k "$verb" -f - <<<"$same_name" 2>&1) && fail "kubectl $verb of a v2beta1 job named like the v1 job $v1j succeeded: $out"
+  grep -q "AlreadyExists" <<<"$out" && grep -q "already exists" <<<"$out" || fail "same name ($verb) refused with: $out"
+  grep -q managedBy <<<"$out" && fail "same name ($verb) refused with a managedBy error: $out"
+  echo "same name, kubectl $verb: $out"
+done
+[[ $(k get mpijobs.v1.kubeflow.org "$v1j" -o jsonpath='{.metadata.resourceVersion}') == "$before" ]] || fail "the v1 job $v1j changed"

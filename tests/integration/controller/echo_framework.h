@@ -38,6 +38,8 @@ inline fw::FrameworkDescriptor echo_descriptor() {
 
 class EchoPlugin final : public fw::FrameworkPlugin {
  public:
+  // Another descriptor makes another kind with the same behaviour (two modules in one process).
+  explicit EchoPlugin(fw::FrameworkDescriptor d = echo_descriptor()) : d_(std::move(d)) {}
   const fw::FrameworkDescriptor& descriptor() const override { return d_; }
   void set_defaults(Document& job) const override {
     if (json::find(job.root(), "/spec/echoReplicaSpecs/Worker") &&
@@ -97,7 +99,7 @@ class EchoPlugin final : public fw::FrameworkPlugin {
   std::vector<kube::GroupVersionResource> pruned_resources() const override { return {kServices}; }
 
  private:
-  fw::FrameworkDescriptor d_ = echo_descriptor();
+  fw::FrameworkDescriptor d_;
 };
 
 }  // namespace unitrain::testing::echo

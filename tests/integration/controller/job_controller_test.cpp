@@ -274,15 +274,17 @@ class ServicesUnlistable final : public kube::Client {
     }
     return inner_.list(r, ns, opts);
   }
-  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj) override {
-    return inner_.create(r, ns, obj);
+  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const kube::WriteOptions& opts = {}) override {
+    return inner_.create(r, ns, obj, opts);
   }
-  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj) override {
-    return inner_.update(r, ns, obj);
+  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const kube::WriteOptions& opts = {}) override {
+    return inner_.update(r, ns, obj, opts);
   }
   kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns,
-                                          const json::Value& obj) override {
-    return inner_.update_status(r, ns, obj);
+                                          const json::Value& obj, const kube::WriteOptions& opts = {}) override {
+    return inner_.update_status(r, ns, obj, opts);
   }
   kube::ApiResult<Document> patch(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
                                   kube::PatchType type, std::string_view body, const kube::PatchOptions& opts = {},

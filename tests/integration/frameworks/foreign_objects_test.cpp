@@ -71,6 +71,14 @@ std::string foreign_pod(std::string_view name) {
                      name);
 }
 
+// A pod under the job's name that carries the job's own labels (so label selectors match it) but
+// no owner reference: still not the job's.
+std::string labelled_pod(std::string_view name, std::string_view labels) {
+  return fmt::format("apiVersion: v1\nkind: Pod\nmetadata: {{name: {}, namespace: default, labels: {{{}}}}}\n"
+                     "spec: {{containers: [{{name: c, image: example.com/other:1}}]}}\n",
+                     name, labels);
+}
+
 std::string foreign(std::string_view api_version, std::string_view kind, std::string_view name, std::string_view body = "") {
   return fmt::format("apiVersion: {}\nkind: {}\nmetadata: {{name: {}, namespace: default}}\n{}", api_version, kind, name, body);
 }
@@ -204,6 +212,10 @@ TEST_CASE("foreign objects: MPIJob v1 (training-operator's MPIJobKind wording)")
   check_foreign_object(GENERATE_COPY(values<ForeignCase>({
       {"mpijob-v1", crd, jobs, job, kPodsR, foreign_pod("j-launcher"), exists("j-launcher", "Pod")},
       {"mpijob-v1", crd, jobs, job, kPodsR, foreign_pod("j-worker-0"), exists("j-worker-0", "Pod")},
+      {"mpijob-v1", crd, jobs, job, kPodsR,
+       labelled_pod("j-launcher", "training.kubeflow.org/operator-name: mpijob-controller, training.kubeflow.org/job-name: j, "
+                                  "training.kubeflow.org/replica-type: launcher, training.kubeflow.org/job-role: master"),
+       exists("j-launcher", "Pod")},
       {"mpijob-v1", crd, jobs, job, kConfigMapsR, foreign("v1", "ConfigMap", "j-config"), exists("j-config", "ConfigMap")},
       {"mpijob-v1", crd, jobs, job, kRoles, foreign("rbac.authorization.k8s.io/v1", "Role", "j-launcher", "rules: []\n"),
        exists("j-launcher", "Role")},
@@ -221,6 +233,10 @@ TEST_CASE("foreign objects: MPIJob v2beta1 (mpi-operator's Kind wording)") {
   };
   check_foreign_object(GENERATE_COPY(values<ForeignCase>({
       {"mpijob-v2", crd, jobs, job, kPodsR, foreign_pod("j-worker-0"), exists("j-worker-0", "Pod")},
+      {"mpijob-v2", crd, jobs, job, kPodsR,
+       labelled_pod("j-worker-0", "training.kubeflow.org/operator-name: mpi-operator, training.kubeflow.org/job-name: j, "
+                                  "training.kubeflow.org/job-role: worker, training.kubeflow.org/replica-index: \"0\""),
+       exists("j-worker-0", "Pod")},
       {"mpijob-v2", crd, jobs, job, kServicesR, foreign("v1", "Service", "j", kForeignService), exists("j", "Service")},
       {"mpijob-v2", crd, jobs, job, kConfigMapsR, foreign("v1", "ConfigMap", "j-config"), exists("j-config", "ConfigMap")},
       {"mpijob-v2", crd, jobs, job, kSecretsR, foreign("v1", "Secret", "j-ssh"), exists("j-ssh", "Secret")},

@@ -165,7 +165,10 @@ TEST_CASE("REST: GET round trip over a reused keep-alive connection") {
   REQUIRE(pod);
   CHECK(json::get_string(pod->root(), "/metadata/resourceVersion") == std::optional<std::string_view>("7"));
   CHECK(json::get_bool(pod->root(), "/x-unknown/kept") == std::optional<bool>(true));
-  auto again = client->list(kPods, "ns", ListOptions{"app=a", "", 10, "", "", ""});
+  ListOptions paged;
+  paged.label_selector = "app=a";
+  paged.limit = 10;
+  auto again = client->list(kPods, "ns", paged);
   REQUIRE(again);
   REQUIRE(rec.size() == 2);
   CHECK(rec.at(0).method == "GET");
@@ -217,12 +220,17 @@ TEST_CASE("REST: verbs, bodies and content types reach the server") {
   REQUIRE(client->create(kPods, "", obj->root()));
   REQUIRE(client->update(kPods, "ns", obj->root()));
   REQUIRE(client->update_status(kPods, "ns", obj->root()));
-  REQUIRE(client->patch(kJobs, "team", "j", PatchType::Apply, R"({"spec":{}})", PatchOptions{"unitrain", true}));
+  PatchOptions apply;
+  apply.field_manager = "unitrain";
+  apply.force = true;
+  REQUIRE(client->patch(kJobs, "team", "j", PatchType::Apply, R"({"spec":{}})", apply));
   REQUIRE(client->patch(kPods, "ns", "p", PatchType::Strategic, R"({"status":{}})", {}, "status"));
   DeleteOptions d;
   d.propagation_policy = "Background";
   REQUIRE(client->remove(kPods, "ns", "p", d));
-  REQUIRE(client->delete_collection(kPods, "ns", ListOptions{"a=b", "", 0, "", "", ""}));
+  ListOptions selected;
+  selected.label_selector = "a=b";
+  REQUIRE(client->delete_collection(kPods, "ns", selected));
   REQUIRE(rec.size() == 7);
   CHECK((rec.at(0).method == "POST" && rec.at(0).target == "/api/v1/namespaces/ns/pods"));
   CHECK(rec.at(0).header("content-type") == "application/json");
@@ -236,6 +244,41 @@ TEST_CASE("REST: verbs, bodies and content types reach the server") {
   CHECK(rec.at(4).header("content-type") == "application/strategic-merge-patch+json");
   CHECK((rec.at(5).method == "DELETE" && rec.at(5).body == R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})"));
   CHECK(rec.at(6).target == "/api/v1/namespaces/ns/pods?labelSelector=a%3Db");
+}
+
+TEST_CASE("REST: a write's response is decoded through the caller's response_fields; a 409 stays whole") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
+    if (r.method == "PUT")
+      s.respond(409, R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object has been modified","reason":"Conflict","code":409})");
+    else
+      s.respond(200, kPodJson);
+  }));
+  auto client = make_client(http_config(server.port()));
+  auto obj = json::Document::parse(kPodJson);
+  REQUIRE(obj);
+  const WriteOptions written{written_fields()};
+  auto created = client->create(kPods, "ns", obj->root(), written);
+  REQUIRE(created);
+  CHECK(json::get_string(created->root(), "/metadata/resourceVersion") == std::optional<std::string_view>("7"));
+  CHECK(json::find(created->root(), "/x-unknown") == nullptr);
+  PatchOptions patch;
+  patch.response_fields = written_fields();
+  auto patched = client->patch(kPods, "ns", "p", PatchType::Merge, "{}", patch);
+  REQUIRE(patched);
+  CHECK(json::find(patched->root(), "/x-unknown") == nullptr);
+  DeleteOptions del;
+  del.response_fields = written_fields();
+  auto removed = client->remove(kPods, "ns", "p", del);
+  REQUIRE(removed);
+  CHECK(json::find(removed->root(), "/x-unknown") == nullptr);
+  auto whole = client->create(kPods, "ns", obj->root());
+  REQUIRE(whole);
+  CHECK(json::get_bool(whole->root(), "/x-unknown/kept") == std::optional<bool>(true));
+  auto upd = client->update_status(kPods, "ns", obj->root(), written);
+  REQUIRE_FALSE(upd);
+  CHECK(upd.error().reason == R::Conflict);
+  CHECK_THAT(upd.error().message, Catch::Contains("the object has been modified"));
 }
 
 TEST_CASE("REST: 409 is decoded into a Conflict value; malformed 200 is BadResponse") {

@@ -571,6 +571,44 @@ TEST_CASE("Job suspend deletes active pods and resume starts them again", "[job]
   REQUIRE(eventually([&] { return env.condition(env.jobs, "paused", "Complete") == "True"; }));
 }
 
+TEST_CASE("Job template: scheduling directives change only while suspended and never started", "[job]") {
+  // kube-apiserver's rule, which mpi-operator meets by clearing status.startTime through the
+  // status subresource before it rewrites a suspended launcher Job's template.
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("gated", R"("suspend":true,)", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "gated", "Suspended") == "True"; }));
+  auto merge = [&](std::string_view body, std::string_view subresource = {}) {
+    return env.store->patch(env.jobs, "default", "gated", PatchKind::Merge, body, subresource);
+  };
+  // Never started: nodeSelector, labels and annotations may change; the containers may not.
+  CHECK(merge(R"({"spec":{"template":{"metadata":{"labels":{"kueue":"yes"}},"spec":{"nodeSelector":{"zone":"a"}}}}})"));
+  auto image = merge(R"({"spec":{"template":{"spec":{"containers":[{"name":"main","image":"other:2"}]}}}})");
+  INFO((image ? image->dump() : std::string()));
+  REQUIRE_FALSE(image);
+  CHECK(image.error().message.find("spec.template: Invalid value") != std::string::npos);
+  CHECK(image.error().message.find("field is immutable") != std::string::npos);
+
+  // Started once: suspended again, it keeps status.startTime and so its whole template.
+  REQUIRE(merge(R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return json::get_int(env.get(env.jobs, "gated")->root(), "/status/active") == 1; }));
+  REQUIRE(merge(R"({"spec":{"suspend":true}})"));
+  REQUIRE(eventually([&] { return env.list(env.pods, "job-name=gated").empty(); }));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "gated", "Suspended") == "True"; }));
+  CHECK_FALSE(env.str(env.jobs, "gated", "/status/startTime").empty());
+  auto moved = merge(R"({"spec":{"template":{"spec":{"nodeSelector":{"zone":"b"}}}}})");
+  REQUIRE_FALSE(moved);
+  CHECK(moved.error().message.find("field is immutable") != std::string::npos);
+
+  // Cleared through jobs/status, the scheduling directives are mutable again.
+  REQUIRE(merge(R"({"status":{"startTime":null}})", "status"));
+  CHECK(merge(R"({"spec":{"template":{"spec":{"nodeSelector":{"zone":"b"}}}}})"));
+  CHECK(env.str(env.jobs, "gated", "/spec/template/spec/nodeSelector/zone") == "b");
+  // Resumed, it starts again with a fresh startTime.
+  REQUIRE(merge(R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return !env.str(env.jobs, "gated", "/status/startTime").empty(); }));
+}
+
 TEST_CASE("Job ttlSecondsAfterFinished deletes the job and, through the GC, its pods", "[job][gc]") {
   Env env;
   Controllers c(*env.store, all(env));

@@ -180,7 +180,9 @@ spec:
   CHECK(k.dump({"", "v1", "configmaps"}, "pi-config", "/data/kubexec.sh") ==
         R"("#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c \"$*\"")");
   CHECK(k.dump({"", "v1", "configmaps"}, "pi-config", "/metadata/ownerReferences/0/kind") == R"("MPIJob")");
-  CHECK(k.dump({"", "v1", "serviceaccounts"}, "pi-launcher", "/metadata/labels") == R"({"app":"pi"})");
+  // Upstream's labels, plus the module's child label the operator's caches select its objects by.
+  CHECK(k.dump({"", "v1", "serviceaccounts"}, "pi-launcher", "/metadata/labels") ==
+        R"({"app":"pi","training.kubeflow.org/operator-name":"mpijob-controller"})");
   CHECK(k.dump({"rbac.authorization.k8s.io", "v1", "roles"}, "pi-launcher", "/rules") ==
         R"([{"verbs":["get","list","watch"],"apiGroups":[""],"resources":["pods"]},{"verbs":["create"],"apiGroups":[""],"resources":["pods/exec"],"resourceNames":["pi-worker-0","pi-worker-1"]}])");
   CHECK(k.dump({"rbac.authorization.k8s.io", "v1", "rolebindings"}, "pi-launcher", "/roleRef") ==

@@ -182,7 +182,15 @@ void check_same_answers(const FrameworkPlugin& linked, const FrameworkPlugin& lo
   const auto ca = linked.capabilities();
   const auto cb = loaded.capabilities();
   REQUIRE((ca.gang == nullptr) == (cb.gang == nullptr));
-  if (ca.gang != nullptr) CHECK(ca.gang->min_member(d) == cb.gang->min_member(d));
+  if (ca.gang != nullptr) {
+    // PriorityClass values reach the module through the host's lookup.
+    auto priority_of = [](std::string_view name) { return name == "high" ? 1000 : name == "low" ? 10 : 0; };
+    auto ga = ca.gang->pod_group(d, priority_of);
+    auto gb = cb.gang->pod_group(d, priority_of);
+    REQUIRE(ga.has_value() == gb.has_value());
+    if (ga) CHECK(dump(wire::pod_group_json(*ga)) == dump(wire::pod_group_json(*gb)));
+    else CHECK(ga.error().message == gb.error().message);
+  }
   REQUIRE((ca.deprecation == nullptr) == (cb.deprecation == nullptr));
   if (ca.deprecation != nullptr) CHECK(ca.deprecation->warning() == cb.deprecation->warning());
   const auto pa = framework::pipeline_behaviour(linked);
@@ -192,6 +200,9 @@ void check_same_answers(const FrameworkPlugin& linked, const FrameworkPlugin& lo
   CHECK(pa.gang_holds_pod_creation == pb.gang_holds_pod_creation);
   CHECK(pa.delete_services_with_pods == pb.delete_services_with_pods);
   CHECK(pa.validates_defaulted == pb.validates_defaulted);
+  CHECK(pa.reconciles_on_any_child == pb.reconciles_on_any_child);
+  CHECK(pa.status_while_suspended == pb.status_while_suspended);
+  CHECK(pa.ordered_pod_writes == pb.ordered_pod_writes);
   CHECK(dump(wire::resources_json(linked.pruned_resources())) == dump(wire::resources_json(loaded.pruned_resources())));
 }
 

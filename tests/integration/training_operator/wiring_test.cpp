@@ -120,6 +120,8 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
   // The controller path: the annotation on the pod it created.
   REQUIRE(client.seed(kConfigJobs, json::Document::parse(kJob)->root()).root().IsObject());
   auto& controller = *(*controllers)->all().front().controller;
+  // As main() runs them: the process's caches first, then the controller's workers.
+  (*controllers)->caches().start();
   controller.start();
   std::string controller_saw;
   REQUIRE(eventually([&] {
@@ -132,6 +134,23 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
     return true;
   }));
   controller.stop();
+  (*controllers)->caches().stop();
   // The same object (its address is in the text) with the same configuration.
   CHECK(controller_saw == webhook_saw);
+}
+
+TEST_CASE("the cluster domain flag reaches the modules and wins over $CUSTOM_CLUSTER_DOMAIN") {
+  fw::Registry registry;
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin>(
+      config_descriptor(), {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
+  const char* from_env[] = {"training-operator"};
+  auto env_only = op::parse_flags(1, from_env, registry);
+  REQUIRE(env_only);
+  CHECK(op::plugin_config(*env_only, *registry.find("test.unitrain.io/configjob")).cluster_domain == "cluster.example");
+  const char* argv[] = {"training-operator", "--cluster-domain", "corp.example.org"};
+  auto flags = op::parse_flags(3, argv, registry);
+  REQUIRE(flags);
+  CHECK(op::plugin_config(*flags, *registry.find("test.unitrain.io/configjob")).cluster_domain == "corp.example.org");
+  REQUIRE(unsetenv("CUSTOM_CLUSTER_DOMAIN") == 0);
 }

@@ -177,3 +177,11 @@ TEST_CASE("unset managedBy: only the default version's module answers when two s
   CHECK(r.owns_unset_managed_by("kubeflow.org/pytorchjob", {"kubeflow.org/pytorchjob", "kubeflow.org/tfjob"}, v2_default));
   CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/nosuchjob", both, v2_default));
 }
+
+TEST_CASE("a kind several registered modules serve pins the owner of jobs without managedBy, enabled or not") {
+  auto r = standard();
+  CHECK(r.kind_shared("kubeflow.org/mpijob@v1"));
+  CHECK(r.kind_shared("kubeflow.org/mpijob@v2beta1"));
+  CHECK_FALSE(r.kind_shared("kubeflow.org/pytorchjob"));
+  CHECK_FALSE(r.kind_shared("kubeflow.org/nosuchjob"));
+}

@@ -126,3 +126,35 @@ TEST_CASE("minResources: a bad quantity is an error naming the container and fie
   REQUIRE_FALSE(r);
   CHECK(r.error().message.rfind("Worker: containers[0].resources.requests.cpu: ", 0) == 0);
 }
+
+TEST_CASE("volcano PodGroup without the training-operator queue default: an empty queue is left out") {
+  auto v = gang::make_backend("volcano");
+  auto r = request();
+  r.default_queue = false;
+  auto existing = parse(R"({"spec":{"minMember":3,"queue":"research"}})");
+  CHECK(json::dump(*json::find(v->desired(r, &existing.root()).root(), "/spec")) == R"({"minMember":3})");
+  r.queue = "given";
+  CHECK(json::get_string(v->desired(r, nullptr).root(), "/spec/queue") == "given");
+  // An empty computed list is a present, empty minResources for Volcano (a pointer upstream).
+  r.min_resources = gang::ResourceList{};
+  CHECK(json::dump(*json::find(v->desired(r, nullptr).root(), "/spec/minResources")) == "{}");
+}
+
+TEST_CASE("scheduler-plugins PodGroup leaves an empty minResources out") {
+  auto sp = gang::make_backend("scheduler-plugins-scheduler");
+  auto r = request();
+  r.min_resources = gang::ResourceList{};
+  r.schedule_timeout_seconds = 0;
+  CHECK(json::dump(*json::find(sp->desired(r, nullptr).root(), "/spec")) == R"({"minMember":3,"scheduleTimeoutSeconds":0})");
+}
+
+TEST_CASE("pod requests: a limit fills in a missing request per resource (mpi-operator) or only without requests") {
+  auto spec = parse(R"({"containers":[{"resources":{"requests":{"cpu":"1"},"limits":{"cpu":"2","memory":"1Gi"}}},)"
+                    R"({"resources":{"limits":{"cpu":"500m"}}}]})");
+  auto per_resource = gang::pod_requests(spec.root(), gang::MissingRequests::LimitsPerResource);
+  REQUIRE(per_resource);
+  CHECK(gang::to_json(*per_resource).dump() == R"({"cpu":"1500m","memory":"1Gi"})");
+  auto when_none = gang::pod_requests(spec.root(), gang::MissingRequests::LimitsWhenNone);
+  REQUIRE(when_none);
+  CHECK(gang::to_json(*when_none).dump() == R"({"cpu":"1500m"})");
+}

@@ -229,3 +229,39 @@ TEST_CASE("fake client: cancel ends a blocked next promptly", "[fake]") {
   REQUIRE(r);
   CHECK(!r->has_value());
 }
+
+TEST_CASE("fake client: a write's response holds only the fields its caller asked for", "[fake]") {
+  FakeClient c;
+  const WriteOptions written{written_fields()};
+  auto obj = simple_object("ns", "a");
+  REQUIRE(json::set_string(obj, "/spec/x", "y"));
+  auto created = c.create(kPods, "ns", obj.root(), written);
+  REQUIRE(created);
+  CHECK(json::get_string(created->root(), "/metadata/uid").has_value());
+  CHECK(!rv(*created).empty());
+  CHECK(json::find(created->root(), "/spec") == nullptr);
+  // Asked for nothing: the whole object, as before.
+  auto whole = c.get(kPods, "ns", "a");
+  REQUIRE(whole);
+  CHECK(json::get_string(whole->root(), "/spec/x") == std::optional<std::string_view>("y"));
+
+  auto updated = c.update(kPods, "ns", whole->root(), written);
+  REQUIRE(updated);
+  CHECK(rv(*updated) != rv(*created));
+  CHECK(json::find(updated->root(), "/spec") == nullptr);
+  PatchOptions patch;
+  patch.response_fields = written_fields();
+  auto patched = c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"l":"v"}}})", patch);
+  REQUIRE(patched);
+  CHECK(json::find(patched->root(), "/metadata/labels") == nullptr);
+  CHECK(json::find(patched->root(), "/spec") == nullptr);
+  DeleteOptions del;
+  del.response_fields = written_fields();
+  auto removed = c.remove(kPods, "ns", "a", del);
+  REQUIRE(removed);
+  CHECK(json::find(removed->root(), "/spec") == nullptr);
+  // Errors are whole.
+  auto missing = c.remove(kPods, "ns", "a", del);
+  REQUIRE(!missing);
+  CHECK(missing.error().is(ApiError::Reason::NotFound));
+}

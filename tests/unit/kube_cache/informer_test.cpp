@@ -334,7 +334,7 @@ TEST_CASE("informer: stop returns promptly while watching", "[informer]") {
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
-TEST_CASE("projection: a null previous state left by a merge patch does not hide the exit code", "[informer]") {
+TEST_CASE("projection: a container state keeps a terminated exit code; a null left by a merge patch goes", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   auto state = json::Document::parse(R"({"running":null,"terminated":{"exitCode":3,"reason":"Error"}})");
   REQUIRE(state);
@@ -345,7 +345,10 @@ TEST_CASE("projection: a null previous state left by a merge patch does not hide
   auto running = json::Document::parse(R"({"running":{"startedAt":"2024-01-02T03:04:05Z"},"terminated":null})");
   REQUIRE(running);
   (void)json::set(full, "/status/containerStatuses/0/state", json::Value(running->root(), full.alloc()));
-  CHECK(json::dump(*json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state")) == R"({"running":{}})");
+  // A running state is kept (abnormal-pod events tell it from a waiting one); the null goes.
+  CHECK(json::dump(*json::find(project_pod(full.root()).root(), "/status/containerStatuses/0/state")) ==
+        R"({"running":{"startedAt":"2024-01-02T03:04:05Z"}})");
+  CHECK(json::get_string(project_pod(full.root()).root(), "/status/containerStatuses/0/name") == "pytorch");
 }
 
 TEST_CASE("projection: a pod no container started in keeps its conditions' reasons and its init containers", "[informer]") {
@@ -371,6 +374,11 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
   (void)json::set_string(full, "/status/containerStatuses/0/state/terminated/reason", "OOMKilled");
   (void)json::set_int(full, "/status/containerStatuses/0/restartCount", 3);
   (void)json::set_string(full, "/metadata/deletionTimestamp", "2024-01-02T03:05:00Z");
+  (void)json::set_string(full, "/status/reason", "Evicted");
+  (void)json::set_string(full, "/status/message", "The node was low on resource: memory.");
+  auto init = json::Document::parse(R"([{"name":"init-pytorch","restartCount":2,"ready":false,"image":"alpine:3.10"}])");
+  REQUIRE(init);
+  (void)json::set(full, "/status/initContainerStatuses", json::Value(init->root(), full.alloc()));
   auto p = project_pod(full.root());
   CHECK(json::get_string(p.root(), "/metadata/name") == "w-0");
   CHECK(json::get_string(p.root(), "/metadata/namespace") == "ns");
@@ -378,17 +386,32 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
   CHECK(json::get_string(p.root(), "/metadata/ownerReferences/0/uid") == "uid-j");
   CHECK(json::get_bool(p.root(), "/metadata/ownerReferences/0/controller") == true);
   CHECK(json::get_string(p.root(), "/metadata/deletionTimestamp") == "2024-01-02T03:05:00Z");
+  CHECK(json::get_string(p.root(), "/metadata/creationTimestamp") == json::get_string(full.root(), "/metadata/creationTimestamp"));
   CHECK(json::get_string(p.root(), "/status/phase") == "Failed");
+  CHECK(!json::find(p.root(), "/status/message"));
+  (void)json::set_string(full, "/status/reason", "Error");
+  (void)json::set_string(full, "/status/message", "mpirun exited with status 3");
+  // A failed launcher's message ends mpi-operator's Failed condition.
+  CHECK(json::get_string(project_pod(full.root()).root(), "/status/message") == "mpirun exited with status 3");
+  CHECK(json::get_string(project_pod(full.root()).root(), "/status/reason") == "Error");
+  // MPI's launcher failure reads the pod's reason and message; the backoff limit counts the
+  // restarts of init containers too.
+  CHECK(json::get_string(p.root(), "/status/reason") == "Evicted");
+  CHECK(json::get_string(p.root(), "/status/message") == "The node was low on resource: memory.");
+  CHECK(json::dump(*json::find(p.root(), "/status/initContainerStatuses")) ==
+        R"([{"name":"init-pytorch","restartCount":2,"ready":false}])");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/state/terminated/exitCode") == 137);
   CHECK(json::get_string(p.root(), "/status/containerStatuses/0/state/terminated/reason") == "OOMKilled");
   CHECK(json::get_int(p.root(), "/status/containerStatuses/0/restartCount") == 3);
   CHECK(json::get_string(p.root(), "/status/containerStatuses/0/name") == "pytorch");
+  CHECK(json::get_bool(p.root(), "/status/containerStatuses/0/ready") == true);
+  CHECK(!json::find(p.root(), "/status/containerStatuses/0/image"));
   CHECK(json::get_string(p.root(), "/status/conditions/1/type") == "Ready");
   CHECK(json::get_string(p.root(), "/status/conditions/1/status") == "True");
-  CHECK(!json::find(p.root(), "/status/conditions/1/lastTransitionTime"));
+  CHECK(!json::find(p.root(), "/status/conditions/1/lastProbeTime"));
   CHECK(json::get_string(p.root(), "/status/podIP") == "10.244.1.17");
-  CHECK(json::get_string(p.root(), "/spec/nodeName") == "node-3");
-  CHECK(!json::find(p.root(), "/spec/containers"));
+  CHECK(!json::find(p.root(), "/status/hostIP"));
+  CHECK(json::dump(*json::find(p.root(), "/spec")) == R"({"nodeName":"node-3"})");
   CHECK(!json::find(p.root(), "/metadata/managedFields"));
   CHECK(!json::find(p.root(), "/metadata/annotations"));
   CHECK(json::get_string(p.root(), "/metadata/resourceVersion") == json::get_string(full.root(), "/metadata/resourceVersion"));
@@ -397,15 +420,35 @@ TEST_CASE("projection: project_pod keeps the decision fields and drops the rest"
       R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns","resourceVersion":"7",
           "annotations":{"a":"b"},"labels":{"l":"v"}},
           "spec":{"clusterIP":"None","ports":[{"name":"p","port":23456,"targetPort":23456,"protocol":"TCP"}],
-          "selector":{"l":"v"}}})");
+          "selector":{"l":"v"},"publishNotReadyAddresses":true}})");
   REQUIRE(svc);
   auto ps = project_service(svc->root());
-  CHECK(json::get_string(ps.root(), "/spec/clusterIP") == "None");
-  CHECK(json::get_int(ps.root(), "/spec/ports/0/port") == 23456);
-  // Controllers keep a Service's selector in sync, so the projection keeps it; targetPort goes.
-  CHECK(json::get_string(ps.root(), "/spec/selector/l") == "v");
-  CHECK(!json::find(ps.root(), "/spec/ports/0/targetPort"));
+  // Controllers keep a Service's selector in sync; events name its cluster IP and ports.
+  CHECK(json::dump(*json::find(ps.root(), "/spec")) ==
+        R"({"clusterIP":"None","ports":[{"name":"p","port":23456}],"selector":{"l":"v"},"publishNotReadyAddresses":true})");
   CHECK(json::get_string(ps.root(), "/metadata/labels/l") == "v");
+  CHECK(!json::find(ps.root(), "/metadata/annotations"));
+}
+
+TEST_CASE("projection: every mask the caches use parses, and jobs and owned objects keep all but managedFields", "[informer]") {
+  auto job = json::Document::parse(
+      R"({"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"j","namespace":"ns","uid":"u",
+          "annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{...}","keep":"me"},
+          "managedFields":[{"manager":"kubectl"}],"finalizers":["f"]},
+          "spec":{"runPolicy":{"cleanPodPolicy":null}},"status":{"conditions":[]}})");
+  REQUIRE(job);
+  auto j = json::Document::project(job->root(), *job_fields());
+  CHECK(j.dump() == R"({"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"j","namespace":"ns",)"
+                    R"("uid":"u","annotations":{"keep":"me"},"finalizers":["f"]},"spec":{"runPolicy":{"cleanPodPolicy":null}},)"
+                    R"("status":{"conditions":[]}})");
+  auto owned = json::Document::project(job->root(), *owned_fields());
+  CHECK(json::get_string(owned.root(), "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration") == "{...}");
+  CHECK(!json::find(owned.root(), "/metadata/managedFields"));
+  auto pc = json::Document::parse(R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high",
+      "uid":"u","resourceVersion":"3","labels":{"a":"b"}},"value":1000,"description":"d"})");
+  REQUIRE(pc);
+  CHECK(json::Document::project(pc->root(), *priority_class_fields()).dump() ==
+        R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high","uid":"u","resourceVersion":"3"},"value":1000})");
 }
 
 namespace {
@@ -420,12 +463,12 @@ struct CacheFootprint {
   double payload_per_pod = 0;
 };
 
-CacheFootprint measure_cache(FakeClient& c, FakeClock& clock, int pods, Projection projection) {
+CacheFootprint measure_cache(FakeClient& c, FakeClock& clock, int pods, std::shared_ptr<const json::FieldMask> fields) {
   size_t before = heap_in_use();
   CacheFootprint f;
   {
     auto opts = pod_options();
-    opts.projection = std::move(projection);
+    opts.fields = std::move(fields);
     opts.indexers[kControllerUidIndex] = index_by_controller_uid;
     Informer inf(c, clock, opts);
     inf.start();
@@ -458,8 +501,8 @@ TEST_CASE("informer: projection reduces the memory per cached pod", "[informer][
                                       fmt::format("job{}", i / 8))
                             .root());
   }
-  auto full = measure_cache(c, clock, kPodsCount, {});
-  auto projected = measure_cache(c, clock, kPodsCount, project_pod);
+  auto full = measure_cache(c, clock, kPodsCount, nullptr);
+  auto projected = measure_cache(c, clock, kPodsCount, pod_fields());
   std::cout << fmt::format(
       "[measure] cached pod, {} realistic pods: full {:.0f} B heap ({:.0f} B JSON), projected {:.0f} B heap ({:.0f} B "
       "JSON)\n",
@@ -487,7 +530,7 @@ TEST_CASE("informer: ingest rate of a 100k pod list", "[.bench]") {
   }
   for (bool project : {true, false}) {
     auto opts = pod_options();
-    if (project) opts.projection = project_pod;
+    if (project) opts.fields = pod_fields();
     auto start = std::chrono::steady_clock::now();
     double cpu_start = cpu_seconds();
     Informer inf(c, clock, opts);
@@ -512,4 +555,114 @@ TEST_CASE("projection: a projected pod's pool holds no more than a parsed copy o
   REQUIRE(parsed);
   // Objects built with AddMember reserve 16 members each; the projection must not keep that.
   CHECK(p.alloc().Size() <= parsed->alloc().Size());
+}
+
+TEST_CASE("unite_selectors: one key says it to the server, anything else is checked on each object", "[informer]") {
+  auto one = unite_selectors({"app=a"});
+  REQUIRE(one);
+  CHECK(one->label_selector == "app=a");
+  CHECK(!one->keep);
+  auto same_key = unite_selectors({"op=b", "op=a", "op in (c,a)"});
+  REQUIRE(same_key);
+  CHECK(same_key->label_selector == "op in (a,b,c)");
+  CHECK(!same_key->keep);
+  auto everything = unite_selectors({"op=a", ""});
+  REQUIRE(everything);
+  CHECK(everything->label_selector.empty());
+  CHECK(!everything->keep);
+  CHECK(unite_selectors({})->label_selector.empty());
+
+  auto mixed = unite_selectors({"op=a", "team=x,tier=y"});
+  REQUIRE(mixed);
+  CHECK(mixed->label_selector.empty());
+  REQUIRE(mixed->keep);
+  auto obj = [](std::string labels) { return simple_object("ns", "o", labels); };
+  CHECK(mixed->keep(obj(R"({"op":"a"})").root()));
+  CHECK(mixed->keep(obj(R"({"team":"x","tier":"y"})").root()));
+  CHECK(!mixed->keep(obj(R"({"team":"x"})").root()));
+  CHECK(!mixed->keep(obj("{}").root()));
+
+  auto bad = unite_selectors({"op in (a"});
+  REQUIRE(!bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("op in (a"));
+}
+
+TEST_CASE("informer: `fields` reach the client, `keep` filters, and an object that stops matching leaves", "[informer]") {
+  FakeClient c;
+  FakeClock clock;
+  (void)c.seed(kPods, simple_object("ns", "ours", R"({"team":"x"})").root());
+  (void)c.seed(kPods, simple_object("ns", "theirs", R"({"team":"y"})").root());
+  auto opts = pod_options();
+  opts.fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{name,namespace,labels}").value());
+  opts.keep = [](const json::Value& o) { return json::get_string(o, "/metadata/labels/team") == "x"; };
+  Informer inf(c, clock, opts);
+  Recorder rec;
+  inf.add_handlers(rec.handlers());
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(inf.cache().size() == 1);
+  CHECK(inf.cache().get("ns/ours")->dump() == R"({"metadata":{"name":"ours","namespace":"ns","labels":{"team":"x"}}})");
+  REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
+
+  (void)c.create(kPods, "ns", simple_object("ns", "later", R"({"team":"x"})").root());
+  (void)c.create(kPods, "ns", simple_object("ns", "other", R"({"team":"z"})").root());
+  REQUIRE(eventually([&] { return rec.count("add ns/later") == 1; }));
+  CHECK(json::find(inf.cache().get("ns/later")->root(), "/status") == nullptr);  // decoded through the mask
+  auto moved = simple_object("ns", "ours", R"({"team":"y"})");
+  REQUIRE(c.update(kPods, "ns", moved.root()));
+  REQUIRE(eventually([&] { return rec.count("delete ns/ours") == 1; }));
+  CHECK(inf.cache().size() == 1);
+  CHECK(rec.count_prefix("add ns/other") == 0);
+  CHECK(rec.count_prefix("add ns/theirs") == 0);
+  inf.stop();
+}
+
+TEST_CASE("indexer: objects read back as stored, before and after it codes its most repeated strings", "[informer]") {
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}});
+  // More objects than the store learns its codes from, so both plain and coded text are held;
+  // every one carries strings a code must not swallow or break (quotes, backslashes, escaped
+  // control bytes, non-ASCII) next to ones it codes.
+  const int kObjects = 300;
+  std::vector<std::string> dumps;
+  for (int i = 0; i < kObjects; ++i) {
+    auto pod = realistic_pod("ns", fmt::format("job{}-worker-{}", i / 4, i % 4), fmt::format("job{}", i / 4));
+    REQUIRE(json::set_string(pod, "/metadata/uid", fmt::format("pod-uid-{}", i)));
+    REQUIRE(json::set_string(pod, "/metadata/labels/odd", fmt::format("a\"b\\c\x01\x1f\tn\u00e9-{}", i)));
+    REQUIRE(json::set_string(pod, "/metadata/annotations/\x02key", "training.kubeflow.org/job-name"));
+    dumps.push_back(pod.dump());
+    CHECK(store.upsert(object_key(pod.root()), pod.root()) == nullptr);
+  }
+  REQUIRE(store.size() == static_cast<size_t>(kObjects));
+  for (int i = 0; i < kObjects; ++i) {
+    auto got = store.get(fmt::format("ns/job{}-worker-{}", i / 4, i % 4));
+    REQUIRE(got);
+    CHECK(got->dump() == dumps[static_cast<size_t>(i)]);
+  }
+  CHECK(store.list().size() == static_cast<size_t>(kObjects));
+  CHECK(store.by_index(kControllerUidIndex, "uid-job70").size() == 4);
+
+  // Coded text is smaller than the plain dump.
+  auto late = realistic_pod("ns", "late", "late");
+  const size_t before = store.text_bytes();
+  store.upsert("ns/late", late.root());
+  CHECK(store.text_bytes() - before < late.dump().size() * 4 / 5);  // about 3/4 for this pod
+  CHECK(store.get("ns/late")->dump() == late.dump());
+
+  CHECK(store.holds("ns/job0-worker-1", "pod-uid-1"));
+  CHECK_FALSE(store.holds("ns/job0-worker-1", "pod-uid-2"));
+  CHECK_FALSE(store.holds("ns/nope", "pod-uid-1"));
+
+  // Replacing an object moves it between index values and returns the one it replaced.
+  auto moved = realistic_pod("ns", "job0-worker-0", "other");
+  auto old = store.upsert("ns/job0-worker-0", moved.root());
+  REQUIRE(old);
+  CHECK(old->dump() == dumps[0]);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job0").size() == 3);
+  CHECK(store.by_index(kControllerUidIndex, "uid-other").size() == 1);
+  auto erased = store.erase("ns/job0-worker-0");
+  REQUIRE(erased);
+  CHECK(erased->dump() == moved.dump());
+  CHECK(store.by_index(kControllerUidIndex, "uid-other").empty());
+  CHECK(store.erase("ns/job0-worker-0") == nullptr);
+  CHECK(store.size() == static_cast<size_t>(kObjects));
 }

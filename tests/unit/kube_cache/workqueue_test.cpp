@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -237,4 +238,109 @@ TEST_CASE("workqueue: metrics record latency and work duration", "[workqueue]") 
   CHECK(m.work_duration.sum_seconds == Approx(0.5));
   CHECK(m.depth == 0);
   CHECK(m.processing == 0);
+}
+
+TEST_CASE("workqueue: first-lane keys are handed out before the ordinary backlog", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  for (int i = 0; i < 3; ++i) q.add("create-" + std::to_string(i));
+  q.add_first("finished");
+  CHECK(q.len() == 4);
+  CHECK(q.get() == "finished");
+  CHECK(q.get() == "create-0");
+  CHECK(q.metrics().first_adds == 1);
+}
+
+TEST_CASE("workqueue: a queued ordinary key added first moves to the first lane, once", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("a");
+  q.add("b");
+  q.add_first("b");
+  q.add("b");  // stays first
+  CHECK(q.len() == 2);
+  CHECK(q.get() == "b");
+  CHECK(q.get() == "a");
+  CHECK(q.len() == 0);
+  CHECK(!q.get_until(clock.steady_now()).has_value());  // the stale ordinary entry of "b" is not handed out
+}
+
+TEST_CASE("workqueue: a key added first while a worker holds it is requeued in the first lane", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("busy");
+  REQUIRE(q.get() == "busy");
+  q.add("other");
+  q.add_first("busy");
+  q.done("busy");
+  CHECK(q.get() == "busy");
+  CHECK(q.get() == "other");
+}
+
+TEST_CASE("workqueue: a steady stream of first-lane keys does not starve the ordinary lane", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("waiting-0");
+  q.add("waiting-1");
+  int next = 0;
+  auto refill = [&] {
+    while (q.len() < 10) q.add_first("status-" + std::to_string(next++));
+  };
+  std::vector<std::string> served;
+  for (int i = 0; i < 2 * (WorkQueue::kFirstInARow + 1); ++i) {
+    refill();
+    auto k = q.get();
+    REQUIRE(k);
+    served.push_back(*k);
+    q.done(*k);
+  }
+  // Each ordinary key got its turn after at most kFirstInARow first-lane keys.
+  auto at = [&](const std::string& key) { return std::find(served.begin(), served.end(), key) - served.begin(); };
+  CHECK(at("waiting-0") == WorkQueue::kFirstInARow);
+  CHECK(at("waiting-1") == 2 * WorkQueue::kFirstInARow + 1);
+}
+
+TEST_CASE("workqueue: drain waits for both lanes", "[workqueue]") {
+  RealClock clock;
+  WorkQueue q(clock, no_limit());
+  q.add("a");
+  q.add_first("b");
+  std::thread worker([&] {
+    while (auto k = q.get()) q.done(*k);
+  });
+  CHECK(q.shut_down_with_drain(10s));
+  worker.join();
+  CHECK(q.len() == 0);
+}
+
+TEST_CASE("workqueue: with a settle time, a key is handed out that long after it was first queued", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit(), 100ms);
+  const auto t0 = clock.steady_now();
+  q.add("a");
+  clock.advance(60ms);
+  q.add("a");  // still the one queued at t0
+  q.add_first("b");
+  CHECK(!q.get_until(clock.steady_now()).has_value());
+  clock.advance(40ms);  // "a" is ready (t0 + 100 ms), "b" not yet: the first lane waits for it
+  CHECK(q.get_until(clock.steady_now()) == "a");
+  CHECK(clock.steady_now() - t0 == 100ms);
+  clock.advance(60ms);
+  CHECK(q.get_until(clock.steady_now()) == "b");
+  q.done("a");
+  q.done("b");
+
+  // A get() that waits wakes when the first key is ready.
+  q.add("c");
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.get(); });
+  REQUIRE(clock.await_waiters(1));
+  clock.advance(100ms);
+  worker.join();
+  CHECK(got == "c");
+
+  // Shutting down hands out what still settles.
+  q.add("d");
+  q.shut_down();
+  CHECK(q.get() == "d");
 }

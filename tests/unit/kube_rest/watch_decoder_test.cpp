@@ -143,12 +143,44 @@ TEST_CASE("watch decoder: malformed input is an error value") {
     CHECK_THAT(fin.error().message, Catch::Contains("ended inside an event at offset 34"));
   }
   SECTION("oversized frame") {
-    WatchDecoder d(64);
+    WatchDecoder d(nullptr, 64);
     d.feed(R"({"type":"ADDED","object":{"data":")" + std::string(100, 'x'));
     auto ev = d.next();
     REQUIRE_FALSE(ev);
     CHECK_THAT(ev.error().message, Catch::Contains("exceeds 64 bytes"));
   }
+}
+
+TEST_CASE("watch decoder: with a field mask, objects are decoded into what it keeps; an ERROR's Status whole") {
+  auto fields = json::FieldMask::parse("metadata{name,resourceVersion},status{phase}");
+  REQUIRE(fields);
+  WatchDecoder d(std::make_shared<const json::FieldMask>(std::move(*fields)));
+  d.feed(R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","uid":"u","resourceVersion":"5"},)"
+         R"("spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","podIP":"10.0.0.1"}}})"
+         "\n"
+         R"({"object":{"metadata":{"name":"q","resourceVersion":"6"}},"type":"DELETED"})"
+         "\n" R"({"type":"ERROR","object":{"kind":"Status","status":"Failure","reason":"Expired","code":410}})");
+  auto evs = drain(d);
+  REQUIRE(evs.size() == 3);
+  CHECK(evs[0].type == T::Added);
+  CHECK(evs[0].object.dump() == R"({"metadata":{"name":"p","resourceVersion":"5"},"status":{"phase":"Running"}})");
+  CHECK(evs[1].type == T::Deleted);  // "type" after "object" works too
+  CHECK(evs[1].object.dump() == R"({"metadata":{"name":"q","resourceVersion":"6"}})");
+  CHECK(evs[2].type == T::Error);
+  CHECK(evs[2].object.dump() == R"({"kind":"Status","status":"Failure","reason":"Expired","code":410})");
+  CHECK(d.finish());
+}
+
+TEST_CASE("watch decoder: a list mask keeps the List's metadata and masks each item") {
+  auto fields = json::FieldMask::parse("metadata{name}");
+  REQUIRE(fields);
+  auto list = json::Document::parse(
+      R"({"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"9","continue":"c"},)"
+      R"("items":[{"metadata":{"name":"a","uid":"1"},"spec":{}},{"metadata":{"name":"b"}}]})",
+      list_fields(*fields));
+  REQUIRE(list);
+  CHECK(list->dump() == R"({"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"9","continue":"c"},)"
+                        R"("items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})");
 }
 
 TEST_CASE("watch decoder: throughput of pod-sized events (measurement)") {

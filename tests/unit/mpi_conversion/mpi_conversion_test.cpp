@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
+
 #include "core/framework/registry.h"
+#include "core/json/json.h"
 #include "frameworks/mpi/conversion/conversion.h"
 
 using namespace unitrain;
@@ -44,7 +48,7 @@ TEST_CASE("v1 -> v2beta1 -> v1 is byte-identical") {
   CHECK(convert(v2, "kubeflow.org/v1") == parse(kV1Job).dump());
 }
 
-TEST_CASE("v2beta1 -> v1 -> v2beta1 is byte-identical") {
+TEST_CASE("v2beta1 -> v1 -> v2beta1 is byte-identical (a schema default travels as its place only)") {
   constexpr std::string_view v2 =
       R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"pi","annotations":{"team":"a"}},)"
       R"("spec":{"slotsPerWorker":1,"runLauncherAsWorker":false,"runPolicy":{"cleanPodPolicy":"None"},)"
@@ -55,7 +59,7 @@ TEST_CASE("v2beta1 -> v1 -> v2beta1 is byte-identical") {
         R"({"apiVersion":"kubeflow.org/v1","kind":"MPIJob","metadata":{"name":"pi","annotations":{"team":"a",)"
         R"("conversion.unitrain.io/mpijob-v2beta1-fields":"{\"order\":[\"slotsPerWorker\",\"runLauncherAsWorker\",)"
         R"(\"runPolicy\",\"sshAuthMountPath\",\"mpiImplementation\",\"launcherCreationPolicy\",\"mpiReplicaSpecs\"],)"
-        R"(\"fields\":{\"runLauncherAsWorker\":false,\"sshAuthMountPath\":\"/home/mpiuser/.ssh\",)"
+        R"(\"fields\":{\"sshAuthMountPath\":\"/home/mpiuser/.ssh\",)"
         R"(\"mpiImplementation\":\"Intel\",\"launcherCreationPolicy\":\"WaitForWorkersReady\"}}"}},)"
         R"("spec":{"slotsPerWorker":1,"runPolicy":{"cleanPodPolicy":"None"},"mpiReplicaSpecs":{"Launcher":{"replicas":1}}}})");
   CHECK(convert(v1, "kubeflow.org/v2beta1") == parse(v2).dump());
@@ -74,18 +78,18 @@ TEST_CASE("fields added in the other version survive alongside the stashed ones"
   // Stored as v2beta1 with the v1 stash; a v2beta1 client then sets sshAuthMountPath.
   std::string v2 = convert(kV1Job, "kubeflow.org/v2beta1");
   auto doc = parse(v2);
-  REQUIRE(json::set_string(doc, "/spec/sshAuthMountPath", "/root/.ssh"));
+  REQUIRE(json::set_string(doc, "/spec/sshAuthMountPath", "/home/mpiuser/.ssh"));
   const std::string v1 = convert(doc.dump(), "kubeflow.org/v1");
   auto v1doc = parse(v1);
   CHECK(json::dump(*json::find(v1doc.root(), "/spec")) == json::dump(*json::find(parse(kV1Job).root(), "/spec")));
   CHECK(json::get_string(v1doc.root(), "/metadata/annotations/conversion.unitrain.io~1mpijob-v2beta1-fields") ==
         std::string(R"({"order":["slotsPerWorker","runPolicy","mpiReplicaSpecs","sshAuthMountPath"],)"
-                    R"("fields":{"sshAuthMountPath":"/root/.ssh"}})"));
+                    R"("fields":{"sshAuthMountPath":"/home/mpiuser/.ssh"}})"));
   CHECK(json::find(v1doc.root(), "/metadata/annotations/conversion.unitrain.io~1mpijob-v1-fields") == nullptr);
   // And back again: both stashes resolve, nothing is lost.
   const std::string again = convert(v1, "kubeflow.org/v2beta1");
   auto again_doc = parse(again);
-  CHECK(json::get_string(again_doc.root(), "/spec/sshAuthMountPath") == std::string("/root/.ssh"));
+  CHECK(json::get_string(again_doc.root(), "/spec/sshAuthMountPath") == std::string("/home/mpiuser/.ssh"));
   CHECK(json::get_string(again_doc.root(), "/metadata/annotations/conversion.unitrain.io~1mpijob-v1-fields").has_value());
   CHECK(json::find(again_doc.root(), "/spec/mainContainer") == nullptr);
 }
@@ -121,4 +125,50 @@ TEST_CASE("the conversion registers with the framework registry once") {
   auto again = conv::register_mpi_conversion(registry);
   REQUIRE_FALSE(again);
   CHECK(again.error().message == "conversion for MPIJob.kubeflow.org is already registered");
+}
+
+TEST_CASE("a job written and read as v1 carries no annotation: the API server's v2beta1 defaults stay behind") {
+  // Stored as v2beta1, the API server adds the v2beta1 schema's defaults; read as v1, they are
+  // left out (writing back as v1 gets them again), so nothing needs to travel.
+  const std::string stored = convert(kV1Job, "kubeflow.org/v2beta1");
+  auto with_defaults = parse(stored);
+  for (auto [k, v] : {std::pair{"/spec/runLauncherAsWorker", R"(false)"}, std::pair{"/spec/sshAuthMountPath", R"("/root/.ssh")"},
+                      std::pair{"/spec/launcherCreationPolicy", R"("AtStartup")"}, std::pair{"/spec/mpiImplementation", R"("OpenMPI")"}})
+    REQUIRE(json::set(with_defaults, k, json::clone(parse(v).root(), with_defaults.alloc())));
+  const std::string read_as_v1 = convert(with_defaults.dump(), "kubeflow.org/v1");
+  CHECK(read_as_v1 == parse(kV1Job).dump());
+  // A value other than the default still travels.
+  REQUIRE(json::set_string(with_defaults, "/spec/mpiImplementation", "MPICH"));
+  auto mpich = parse(convert(with_defaults.dump(), "kubeflow.org/v1"));
+  auto stash = parse(json::get_string(mpich.root(), "/metadata/annotations/conversion.unitrain.io~1mpijob-v2beta1-fields").value_or(""));
+  CHECK(json::dump(*json::find(stash.root(), "/fields")) == R"({"mpiImplementation":"MPICH"})");
+}
+
+TEST_CASE("the defaults left behind are exactly the v2beta1 schema's (manifests/crds/kubeflow.org_mpijobs.yaml)") {
+  std::ifstream in(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/kubeflow.org_mpijobs.yaml");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto docs = json::parse_yaml(text.str());
+  REQUIRE(docs);
+  const json::Value* properties = nullptr;
+  for (const auto& v : json::find((*docs)[0].root(), "/spec/versions")->GetArray())
+    if (json::get_string(v, "/name") == "v2beta1") properties = json::find(v, "/schema/openAPIV3Schema/properties/spec/properties");
+  REQUIRE(properties != nullptr);
+  // A v2beta1 job holding every v2beta1-only field at its schema default converts to v1 without
+  // an annotation; any other value of each would need one.
+  auto job = parse(R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"d"},"spec":{}})");
+  int defaulted = 0;
+  for (const auto& m : properties->GetObject()) {
+    const std::string field = m.name.GetString();
+    if (field == "slotsPerWorker" || field == "runPolicy" || field == "mpiReplicaSpecs") continue;  // shared
+    const json::Value* d = json::find(m.value, "/default");
+    INFO(field);
+    REQUIRE(d != nullptr);  // every v2beta1-only field has a default
+    REQUIRE(json::set(job, "/spec/" + field, json::clone(*d, job.alloc())));
+    ++defaulted;
+  }
+  CHECK(defaulted == 4);
+  const std::string v1 = convert(job.dump(), "kubeflow.org/v1");
+  CHECK(v1.find("conversion.unitrain.io") == std::string::npos);
 }

@@ -519,7 +519,9 @@ TEST_CASE("crd: MPIJob v1 serves only v1 with training-operator's schema") {
   CHECK(json::get_bool(crd, "/spec/versions/0/storage") == true);
   CHECK(dump_at(crd, "/spec/versions/0/subresources") == R"({"status":{}})");
   CHECK(dump_at(crd, "/spec/versions/0/additionalPrinterColumns") ==
-        R"([{"name":"State","type":"string","jsonPath":".status.conditions[-1:].type"},{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])");
+        R"([{"name":"State","type":"string","jsonPath":".status.conditions[-1:].type"},)"
+              R"({"name":"Managed-By","type":"string","description":"The controller that runs the job (spec.runPolicy.managedBy).",)"
+              R"("jsonPath":".spec.runPolicy.managedBy"},{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])");
   const std::string schema = "/spec/versions/0/schema/openAPIV3Schema";
   const std::string spec = schema + "/properties/spec/properties";
   CHECK(dump_at(crd, schema + "/properties/spec/required") == R"(["mpiReplicaSpecs"])");

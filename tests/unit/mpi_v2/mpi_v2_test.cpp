@@ -176,9 +176,75 @@ TEST_CASE("mpi v2: descriptor, aliases and capabilities") {
   CHECK_FALSE(behaviour.delete_services_with_pods);
   CHECK(behaviour.validates_defaulted);
   Document job = defaulted(kPi, p);
-  CHECK(caps.gang->min_member(job.root()) == 3);
+  auto no_classes = [](std::string_view) { return 0; };
+  CHECK(caps.gang->pod_group(job.root(), no_classes)->min_member == 3);
   REQUIRE(json::set_int(job, "/spec/runPolicy/schedulingPolicy/minAvailable", 2));
-  CHECK(caps.gang->min_member(job.root()) == 2);
+  CHECK(caps.gang->pod_group(job.root(), no_classes)->min_member == 2);
+  CHECK(behaviour.reconciles_on_any_child);
+  CHECK(behaviour.status_while_suspended);
+  CHECK(behaviour.ordered_pod_writes);
+}
+
+TEST_CASE("mpi v2: the PodGroup mpi-operator asks for") {
+  auto p = plugin("", "volcano");
+  auto priority = [](std::string_view name) { return name == "high" ? 1000 : name == "low" ? 10 : 0; };
+  auto policy = [&](std::string_view text) {
+    Document job = defaulted(text, p);
+    auto r = p->capabilities().gang->pod_group(job.root(), priority);
+    if (!r) FAIL(r.error().message);
+    return std::move(*r);
+  };
+  auto resources = [](const fw::PodGroupPolicy& pg) {
+    return pg.min_resources ? json::canonical(pg.min_resources->root()) : std::string("<none>");
+  };
+  const std::string job = R"(
+metadata: {name: pi, namespace: ns, annotations: {scheduling.volcano.sh/queue-name: from-annotation}}
+spec:
+  runPolicy: {schedulingPolicy: SCHEDULING}
+  mpiReplicaSpecs:
+    Launcher:
+      template: {spec: {priorityClassName: LAUNCHER_CLASS, containers: [{name: l, image: i, resources: {requests: {cpu: 500m}}}]}}
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          priorityClassName: low
+          containers:
+            - {name: w, image: i, resources: {requests: {cpu: "1"}, limits: {cpu: "2", memory: 1Gi, nvidia.com/gpu: "1"}}}
+            - {name: sidecar, image: i}
+)";
+  auto with = [&](std::string scheduling, std::string launcher_class) {
+    std::string t = job;
+    t.replace(t.find("SCHEDULING"), 10, scheduling);
+    t.replace(t.find("LAUNCHER_CLASS"), 14, launcher_class);
+    return t;
+  };
+  // Everything from the job: the annotation's queue, the launcher's class, all four pods.
+  auto all = policy(with("{}", "high"));
+  CHECK(all.min_member == 4);
+  CHECK(all.queue == "from-annotation");
+  CHECK(all.priority_class == "high");
+  CHECK(all.schedule_timeout_seconds == 0);
+  CHECK(resources(all) == R"({"cpu":"3500m","memory":"3Gi","nvidia.com/gpu":"3"})");
+  // schedulingPolicy wins; minAvailable 2 of 4 pods: the lower-priority workers count one.
+  auto given = policy(with("{queue: q, priorityClass: pc, minAvailable: 2, scheduleTimeoutSeconds: 30}", "high"));
+  CHECK(given.queue == "q");
+  CHECK(given.priority_class == "pc");
+  CHECK(given.schedule_timeout_seconds == 30);
+  CHECK(resources(given) == R"({"cpu":"1500m","memory":"1Gi","nvidia.com/gpu":"1"})");
+  // A launcher below the workers counts minAvailable - 1 = 0 launchers, all workers stay.
+  auto low_launcher = policy(with("{minAvailable: 1}", "\"\""));
+  CHECK(low_launcher.priority_class == "low");  // the worker template's
+  CHECK(resources(low_launcher) == R"({"cpu":"3","memory":"3Gi","nvidia.com/gpu":"3"})");
+  // On a tie the workers are trimmed.
+  auto tie = policy(with("{minAvailable: 3}", "low"));
+  CHECK(resources(tie) == R"({"cpu":"2500m","memory":"2Gi","nvidia.com/gpu":"2"})");
+  // minAvailable 0: no minResources at all; given minResources are taken as they are.
+  CHECK(resources(policy(with("{minAvailable: 0}", "high"))) == "<none>");
+  CHECK(resources(policy(with("{minResources: {cpu: \"7\"}}", "high"))) == R"({"cpu":"7"})");
+  // No queue anywhere: none.
+  Document bare = defaulted(kPi, p);
+  CHECK(p->capabilities().gang->pod_group(bare.root(), priority)->queue.empty());
 }
 
 TEST_CASE("mpi v2: defaults") {
@@ -413,12 +479,18 @@ TEST_CASE("mpi v2: resuming a suspended launcher Job syncs its scheduling direct
   CHECK(json::get_string(t, "/metadata/annotations/note") == "kept");
   CHECK(json::get_string(t, "/spec/nodeSelector/pool") == "gpu");
   CHECK(json::get_bool(l->object.root(), "/spec/suspend") == false);
+  // The launcher comes after the workers; its startTime goes first (the template is immutable
+  // while it is set).
+  CHECK(l->after_pods);
+  CHECK(l->status_cleared_first == std::vector<std::string>{"/status/startTime"});
 
   // While the Job runs (not suspended) only spec.suspend is compared.
   REQUIRE(json::set_bool(observed_job, "/spec/suspend", false));
   auto running = p->desired_objects(job.root(), obs);
   REQUIRE(running);
   CHECK(find_object(*running, "jobs.batch")->compared == std::vector<std::string>{"/spec/suspend"});
+  CHECK(find_object(*running, "jobs.batch")->status_cleared_first.empty());
+  CHECK(find_object(*running, "services")->after_pods == false);
 }
 
 TEST_CASE("mpi v2: hostfile and launcher env per MPI implementation") {
@@ -589,6 +661,15 @@ TEST_CASE("mpi v2: status while starting and running") {
   CHECK(running.conditions[0].reason == "MPIJobRunning");
   CHECK(running.conditions[0].message == "MPIJob default/pi is running.");
   CHECK_FALSE(running.set_completion_time);
+  // The event of the transition, worded as mpi-operator's (no final period); none once Running.
+  REQUIRE(running.events.size() == 1);
+  CHECK(running.events[0].type == "Normal");
+  CHECK(running.events[0].reason == "MPIJobRunning");
+  CHECK(running.events[0].message == "MPIJob default/pi is running");
+  Document already = json::Document::copy_of(job.root());
+  REQUIRE(json::set(already, "/status/conditions",
+                    json::clone(parse(R"([{"type":"Running","status":"True","reason":"MPIJobRunning"}])").root(), already.alloc())));
+  CHECK(p->compute_status(already.root(), obs).events.empty());
 
   // Without the core's launcher pod list the job's pods are searched; a pod of another Job does not count.
   obs.owned.erase("pods/jobs.batch");
@@ -621,6 +702,10 @@ TEST_CASE("mpi v2: status on success synthesizes Running=False and copies comple
   CHECK(s.conditions[1].message == "MPIJob default/pi successfully completed.");
   CHECK(s.set_completion_time);
   CHECK(s.completion_time == "2024-01-02T03:04:05Z");
+  REQUIRE(s.events.size() == 1);
+  CHECK(s.events[0].type == "Normal");
+  CHECK(s.events[0].reason == "MPIJobSucceeded");
+  CHECK(s.events[0].message == "MPIJob default/pi successfully completed.");
 
   REQUIRE(json::set(job, "/status/conditions", json::clone(parse(R"([{"type":"Running","status":"True"}])").root(), job.alloc())));
   auto again = p->compute_status(job.root(), obs);
@@ -647,6 +732,10 @@ TEST_CASE("mpi v2: status on launcher failure names the failed pod for BackoffLi
   CHECK(s.conditions[0].message == "Job has reached the specified backoff limit: out of memory");
   CHECK(s.set_completion_time);
   CHECK_FALSE(s.completion_time.has_value());
+  REQUIRE(s.events.size() == 1);
+  CHECK(s.events[0].type == "Warning");
+  CHECK(s.events[0].reason == "BackoffLimitExceeded/OOMKilled");
+  CHECK(s.events[0].message == "Job has reached the specified backoff limit: out of memory");
 
   Document plain = launcher_job(R"([{"type":"Failed","status":"True"}])");
   obs.owned["jobs.batch"] = {&plain.root()};
@@ -654,6 +743,37 @@ TEST_CASE("mpi v2: status on launcher failure names the failed pod for BackoffLi
   REQUIRE(d.conditions.size() == 1);
   CHECK(d.conditions[0].reason == "MPIJobFailed");
   CHECK(d.conditions[0].message == "MPIJob default/pi has failed");
+}
+
+TEST_CASE("mpi v2: a failed launcher Job waits for its pod's failure to reach the pod cache") {
+  auto p = plugin();
+  Document job = defaulted(kPi, p);
+  Document lj = launcher_job(R"([{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}])", 1);
+  // The Job cache already has the failure; the pod cache still shows the pod running.
+  Document stale = launcher_pod("pi-launcher-a", "Running");
+  fw::Observed obs;
+  obs.owned["jobs.batch"] = {&lj.root()};
+  obs.pods = {&stale.root()};
+  auto early = p->compute_status(job.root(), obs);
+  for (const auto& c : early.conditions) CHECK(c.type != "Failed");
+  CHECK(early.events.empty());
+  CHECK_FALSE(early.set_completion_time);
+  CHECK(early.replica_statuses["Launcher"].failed == 1);
+  CHECK(early.replica_statuses["Launcher"].active == 0);
+
+  Document failed = launcher_pod("pi-launcher-a", "Failed", "2024-01-01T00:00:00Z", "Error", "mpirun exited with status 3");
+  obs.pods = {&failed.root()};
+  auto s = p->compute_status(job.root(), obs);
+  REQUIRE_FALSE(s.conditions.empty());
+  CHECK(s.conditions.back().type == "Failed");
+  CHECK(s.conditions.back().reason == "BackoffLimitExceeded/Error");
+  CHECK(s.conditions.back().message == "Job has reached the specified backoff limit: mpirun exited with status 3");
+
+  // A launcher pod being deleted (the Job controller removes its active pods when it gives up) is no reason to wait.
+  Document deleting = launcher_pod("pi-launcher-b", "Running", "2024-01-01T00:05:00Z");
+  REQUIRE(json::set_string(deleting, "/metadata/deletionTimestamp", "2024-01-01T00:06:00Z"));
+  obs.pods = {&failed.root(), &deleting.root()};
+  CHECK(p->compute_status(job.root(), obs).conditions.back().reason == "BackoffLimitExceeded/Error");
 }
 
 TEST_CASE("mpi v2: evicted workers and suspension") {
@@ -671,11 +791,21 @@ TEST_CASE("mpi v2: evicted workers and suspension") {
   CHECK(e.conditions[0].message == "1/2 workers are evicted");
   CHECK(e.set_completion_time);
 
+  REQUIRE(e.events.size() == 1);
+  CHECK(e.events[0].type == "Warning");
+  CHECK(e.events[0].reason == "MPIJobEvicted");
+
   REQUIRE(json::set_bool(job, "/spec/runPolicy/suspend", true));
   obs.pods = {&w1.root()};
   auto s = p->compute_status(job.root(), obs);
   CHECK(s.replica_statuses["Worker"].active == 0);
-  CHECK(s.conditions.empty());
+  // mpi-operator's Running=False of a suspended job, proposed after the core's Suspended.
+  REQUIRE(s.conditions.size() == 1);
+  CHECK(s.conditions[0].type == "Running");
+  CHECK(s.conditions[0].status == "False");
+  CHECK(s.conditions[0].reason == "MPIJobSuspended");
+  CHECK(s.conditions[0].message == "MPIJob default/pi is suspended.");
+  CHECK(s.events.empty());
 }
 
 TEST_CASE("mpi v2: wording of the conditions the core raises") {

@@ -78,7 +78,16 @@ struct Fixture {
       REQUIRE(p);
       owned.push_back(std::move(*p));
     }
-    if (with_v1) owned.push_back(std::make_unique<MpiV1Stand>());
+    if (with_v1) {
+      // Registered too: the webhooks know a kind is shared from the registry.
+      framework::Registration v1;
+      v1.descriptor = MpiV1Stand().descriptor();
+      v1.factory = [](const framework::PluginConfig&) -> std::unique_ptr<framework::FrameworkPlugin> {
+        return std::make_unique<MpiV1Stand>();
+      };
+      REQUIRE(registry.add(std::move(v1)));
+      owned.push_back(std::make_unique<MpiV1Stand>());
+    }
     for (const auto& p : owned) plugins.push_back(p.get());
   }
 };
