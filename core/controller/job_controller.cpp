@@ -21,6 +21,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       clock_(clock),
       events_(events),
       plugin_(std::move(plugin)),
+      behaviour_(framework::pipeline_behaviour(*plugin_)),
       options_(std::move(options)),
       expectations_(clock),
       queue_(clock, nullptr, options_.settle),
