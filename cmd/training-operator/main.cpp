@@ -87,7 +87,11 @@ int run(const Flags& f, const framework::Registry& registry) {
     options.request_finished = [&metrics](std::string_view path, int status, std::chrono::steady_clock::duration took) {
       metrics.webhook_request_finished(path, status, took);
     };
-    webhooks = std::make_unique<OperatorWebhooks>(operator_client, (*controllers)->plugins(), registry, std::move(options));
+    // The webhook part says its own API failures, once per cause and in /readyz, in words about the
+    // certificates (a missing Secret namespace ends start-up with one line): not through the
+    // reporting client, which would say each a second time.
+    webhooks = std::make_unique<OperatorWebhooks>((*clients)->main(), (*controllers)->plugins(), registry,
+                                                  std::move(options));
     metrics.add_webhook_paths(webhooks->paths());
     metrics.set_webhook_certificate([&w = *webhooks] { return w.certificate_not_after(); });
   }

@@ -515,8 +515,9 @@ class MpiV2Plugin final : public framework::ModulePlugin,
 framework::FrameworkDescriptor make_descriptor() {
   framework::FrameworkDescriptor d;
   d.name = "kubeflow.org/mpijob@v2beta1";
+  // The bare kind MPIJob means v1 (training-operator's meaning); v2beta1 goes by its own names.
   d.aliases = {"mpijob-v2", "mpijobv2"};
-  d.kind_alias_default = true;
+  d.kind_alias_default = false;
   d.group = "kubeflow.org";
   d.version = "v2beta1";
   d.kind = "MPIJob";
