@@ -18,6 +18,7 @@
 #include "cmd/training-operator/flags.h"
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/training-operator/logging.h"
+#include "cmd/training-operator/manifests.h"
 #include "cmd/training-operator/operator_metrics.h"
 #include "cmd/training-operator/process.h"
 #include "cmd/training-operator/webhooks.h"
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
       return 2;
     }
+    if (argc > 1 && std::string_view(argv[1]) == "manifests") return manifests_command(argc, argv, registry);
     auto flags = parse_flags(argc, argv, registry);
     if (!flags) return flags.error();
     return run(*flags, registry);

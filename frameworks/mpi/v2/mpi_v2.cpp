@@ -543,7 +543,10 @@ Status register_mpi_v2(framework::Registry& registry) {
   r.permissions = {
       {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update", "delete"},
        "MPIJob v2: the hostfile ConfigMap and the SSH key Secret."},
-      {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v2: the launcher batch/v1 Job."}};
+      {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v2: the launcher batch/v1 Job."},
+      {{"batch"}, {"jobs/status"}, {"update"},
+       "MPIJob v2: before a suspended launcher that ran is resumed, its status.startTime is cleared (a started Job's "
+       "template is immutable)."}};
   return registry.add(std::move(r));
 }
 
