@@ -22,9 +22,9 @@ registered: v1 jobs name their module in spec.runPolicy.managedBy, which the def
 would fill in.)
 Then it waits (bounded) for every job to settle and prints one line per count:
   jobs in expected state, duplicate pods, unexpected re-creations, orphans, lost statuses,
-  crashes — and exits 1 when any of them is wrong, 77 when a tool it needs is missing. Operator
-  processes that exit 1 on purpose (lease lost, graceful stop ran out) are listed as unclean
-  stops without failing the run.
+  crashes, MPIJob v1 lists the conversion webhook refused -- and exits 1 when any of them is
+  wrong, 77 when a tool it needs is missing. Operator processes that exit 1 on purpose (lease
+  lost, graceful stop ran out) are listed as unclean stops without failing the run.
 
 Pod creations are counted from a pod watch the soak keeps open the whole time (resumed from its
 last resourceVersion after a cut, relisted after a 410): a creation is a pod uid seen for the
@@ -130,6 +130,32 @@ class Api:
                 last = str(e)
                 time.sleep(0.3)
         raise RuntimeError(f"{method} {path}: still failing after {tries} tries: {last}")
+
+
+class V1Reader:
+    """Lists MPIJobs at kubeflow.org/v1 twice a second, as a user would, and counts the reads the
+    conversion webhook failed (a 500 naming it); other failures (the API server's restart) are
+    not the webhook's."""
+
+    def __init__(self, base):
+        self.base = base
+        self.ok = 0
+        self.failures = []
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stopping:
+            try:
+                with urllib.request.urlopen(f"{self.base}/apis/kubeflow.org/v1/namespaces/{NS}/mpijobs", timeout=40):
+                    self.ok += 1
+            except urllib.error.HTTPError as e:
+                body = e.read().decode(errors="replace")
+                if e.code == 500 and "conversion webhook" in body:
+                    self.failures.append(f"{time.strftime('%H:%M:%S')} {body[:300]}")
+            except (urllib.error.URLError, ConnectionError, http.client.HTTPException, TimeoutError):
+                pass
+            time.sleep(0.5)
 
 
 class PodLedger:
@@ -302,6 +328,22 @@ class Operators:
             else:
                 crashes.append(f"{n} exited {rc}")
         return crashes, unclean
+
+    def serving(self, name):
+        return "webhook server serving a certificate" in self.log_text(name)
+
+    def wait_all_serving(self, seconds=60):
+        """Waits (bounded) until every running operator serves its webhooks -- is Ready, as a
+        Deployment's pods are before a rolling update or an admin touches the next one; replaces
+        the ones that exited meanwhile."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            self.supervise()
+            live = [n for n, p in self.procs.items() if p.poll() is None and n not in self.stopped]
+            if all(self.serving(n) for n in live):
+                return True
+            time.sleep(0.2)
+        return False
 
     def supervise(self):
         """Replaces operators that exited on their own, as a Deployment's kubelet restarts them."""
@@ -477,6 +519,7 @@ def main():
 
         ledger = PodLedger(base)
         ledger.thread.start()
+        v1_reader = V1Reader(base)
         ops = Operators(operator, kubeconfig, work, webhook_ports)
         ops.start()
         ops.start()
@@ -503,6 +546,7 @@ def main():
         for name, kind, scenario in plan:
             jobs[name] = (kind, scenario, job_object(args.source, kind, name, scenario))
 
+        v1_reader.thread.start()
         faults = dict(FAULTS, seed=args.seed)
         api.call("PUT", "/unitrain/faults", faults)
         log(f"seed {args.seed}: {len(jobs)} jobs, faults on: {json.dumps(FAULTS)}")
@@ -541,6 +585,9 @@ def main():
                 restarts += 1
                 chaos_log.append("API server restarted (SIGHUP)")
             elif what == "kill-leader":
+                # Both replicas Ready first (one that exited on its own is replaced): the other one
+                # keeps serving the conversion through the kill.
+                ops.wait_all_serving()
                 leader = find_leader()
                 if leader:
                     ops.stopped.add(leader)
@@ -551,9 +598,12 @@ def main():
                 else:
                     chaos_log.append("kill-leader: no leader found")
             elif what == "handover":
+                ops.wait_all_serving()
                 leader = find_leader()
                 if leader:
+                    # As a rolling update: the new replica is Ready before the old one stops.
                     ops.start()
+                    ops.wait_all_serving()
                     rc = ops.stop(leader, signal.SIGTERM)
                     chaos_log.append(f"leader {leader} stopped (SIGTERM, exit {rc}), lease handed over")
                 else:
@@ -561,6 +611,7 @@ def main():
             log(chaos_log[-1])
 
         while created < len(names) or pending or actions:
+            ops.supervise()
             now = time.monotonic() - t0
             if created < len(names) and now >= created * submit_phase / len(names):
                 name = names[created]
@@ -636,6 +687,7 @@ def main():
             time.sleep(0.5)
         time.sleep(1)
         ledger.stopping = True
+        v1_reader.stopping = True
         uids, owner, _ = ledger.snapshot()
 
         # Counts.
@@ -692,7 +744,11 @@ def main():
 
         _, describe = api.call("GET", "/unitrain/faults")
         pods_created = sum(len(u) for u in uids.values())
+        per_kind = {}
+        for kind, _, _ in jobs.values():
+            per_kind[kind] = per_kind.get(kind, 0) + 1
         print(f"soak seed {args.seed}: {len(jobs)} jobs ({', '.join(scenarios)}), {pods_created} pods created")
+        print("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(per_kind.items())))
         print(f"chaos: {'; '.join(chaos_log)}")
         print(f"faults injected: {json.dumps(describe.get('injected', {}))}")
         print(f"jobs in expected state: {in_expected}/{len(jobs)}")
@@ -701,13 +757,15 @@ def main():
         print(f"orphans: {len(orphans)}")
         print(f"lost statuses: {len(lost)}")
         print(f"crashes: {len(crashes)}")
+        print(f"MPIJob v1 lists refused by the conversion webhook: {len(v1_reader.failures)} "
+              f"(of {v1_reader.ok + len(v1_reader.failures)}, twice a second from the first submission)")
         print(f"unclean operator stops (reported, not failed): {len(unclean)}")
         for what, items in (("not in expected state", wrong), ("duplicate", duplicates), ("re-created", recreations),
                             ("orphan", orphans), ("lost status", [f"{a}: {b}" for a, b in lost]), ("crash", crashes),
-                            ("unclean stop", unclean)):
+                            ("unclean stop", unclean), ("conversion", v1_reader.failures)):
             for item in items[:20]:
                 print(f"  {what}: {item}")
-        bad = wrong or duplicates or recreations or orphans or lost or crashes
+        bad = wrong or duplicates or recreations or orphans or lost or crashes or v1_reader.failures
         if bad:
             args.keep = True
             print(f"FAIL (logs kept in {work})")
