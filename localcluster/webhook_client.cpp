@@ -1,5 +1,8 @@
 #include "localcluster/webhook_client.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "core/base/base64.h"
@@ -23,7 +26,7 @@ Status add_service_endpoint(WebhookOptions& options, std::string_view spec) {
   if (colon == std::string::npos || colon + 1 == target.size()) {
     return fail(fmt::format("--service-endpoint {}: the target must be HOST:PORT", spec));
   }
-  options.service_endpoints[key] = target;
+  options.service_endpoints[key].push_back(std::move(target));
   return {};
 }
 
@@ -32,17 +35,21 @@ WebhookCaller::~WebhookCaller() = default;
 
 Result<WebhookEndpoint> WebhookCaller::endpoint(const Value& client_config, std::chrono::seconds timeout) const {
   WebhookEndpoint ep;
+  std::string ca_pem;
   std::string query = fmt::format("?timeout={}s", timeout.count());
   if (auto ca = json::get_string(client_config, "/caBundle"); ca && !ca->empty()) {
     auto pem = base64_decode(*ca);
     if (!pem) return fail("caBundle is not valid base64");
-    ep.cfg.ca_pem = std::move(*pem);
+    ca_pem = std::move(*pem);
   }
   if (auto url = json::get_string(client_config, "/url")) {
-    if (auto s = kube::parse_server_url(*url, ep.cfg); !s) return fail("url: " + s.error().message);
-    ep.target = (ep.cfg.path_prefix.empty() ? "/" : ep.cfg.path_prefix) + query;
-    ep.cfg.path_prefix.clear();
+    kube::RestConfig cfg;
+    cfg.ca_pem = ca_pem;
+    if (auto s = kube::parse_server_url(*url, cfg); !s) return fail("url: " + s.error().message);
+    ep.target = (cfg.path_prefix.empty() ? "/" : cfg.path_prefix) + query;
+    cfg.path_prefix.clear();
     ep.url = std::string(*url) + query;
+    ep.backends.push_back(std::move(cfg));
     return ep;
   }
   const Value* svc = json::find(client_config, "/service");
@@ -61,27 +68,44 @@ Result<WebhookEndpoint> WebhookCaller::endpoint(const Value& client_config, std:
                             "service with --service-endpoint {}/{}:{}=HOST:PORT)",
                             host, ns, name, port));
   }
-  if (auto s = kube::parse_server_url("https://" + it->second, ep.cfg); !s) {
-    return fail("service endpoint " + it->second + ": " + s.error().message);
+  for (const auto& target : it->second) {
+    kube::RestConfig cfg;
+    cfg.ca_pem = ca_pem;
+    if (auto s = kube::parse_server_url("https://" + target, cfg); !s) {
+      return fail("service endpoint " + target + ": " + s.error().message);
+    }
+    cfg.tls_server_name = host;
+    ep.backends.push_back(std::move(cfg));
   }
-  ep.cfg.tls_server_name = host;
   return ep;
 }
 
 Result<json::Document> WebhookCaller::post(const WebhookEndpoint& ep, const std::string& body,
                                            std::chrono::milliseconds timeout) {
-  auto transport = transport_for(ep.cfg);
-  if (!transport) return fail(fmt::format("Post \"{}\": {}", ep.url, transport.error().message));
   kube::http::Request req;
   req.method = "POST";
   req.target = ep.target;
   req.headers.push_back({"Content-Type", "application/json"});
   req.headers.push_back({"Accept", "application/json, */*"});
   req.body = body;
-  auto res = (*transport)->send(req, timeout);
-  if (!res) {
-    using K = kube::http::TransportError::Kind;
-    const auto& e = res.error();
+  using K = kube::http::TransportError::Kind;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::optional<Result<kube::http::Response, kube::http::TransportError>> res;
+  for (const auto& backend : ep.backends) {
+    auto transport = transport_for(backend);
+    if (!transport) return fail(fmt::format("Post \"{}\": {}", ep.url, transport.error().message));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    res = (*transport)->send(req, std::max(left, std::chrono::milliseconds(1)));
+    if (*res) break;
+    const K kind = res->error().kind;
+    // Refused, reset, or a handshake the server dropped (a replica without its certificate yet,
+    // which would not be Ready): the next replica. A certificate that fails verification is not
+    // a replica being down, and is the answer.
+    if (kind != K::Connect && kind != K::ConnectionLost && kind != K::Resolve && kind != K::Tls) break;
+  }
+  if (!res) return fail(fmt::format("Post \"{}\": the service has no endpoints", ep.url));
+  if (!*res) {
+    const auto& e = res->error();
     std::string reason;
     switch (e.kind) {
       case K::Timeout:
@@ -95,11 +119,12 @@ Result<json::Document> WebhookCaller::post(const WebhookEndpoint& ep, const std:
     }
     return fail(fmt::format("Post \"{}\": {}", ep.url, reason));
   }
-  if (res->status < 200 || res->status > 299) {
+  const kube::http::Response& response = **res;
+  if (response.status < 200 || response.status > 299) {
     return fail(fmt::format("an error on the server (\"{}\") has prevented the request from succeeding",
-                            res->body.substr(0, 256)));
+                            response.body.substr(0, 256)));
   }
-  auto doc = Document::parse(res->body);
+  auto doc = Document::parse(response.body);
   if (!doc) return fail("couldn't decode the webhook response: " + doc.error().message);
   return std::move(*doc);
 }

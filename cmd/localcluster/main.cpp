@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
     app.add_option("--service-endpoint", service_endpoints,
-                   "NAMESPACE/NAME[:PORT]=HOST:PORT: reach webhooks of that Service at HOST:PORT (repeatable)");
+                   "NAMESPACE/NAME[:PORT]=HOST:PORT: reach webhooks of that Service at HOST:PORT (repeatable; "
+                   "a Service given more than once has one endpoint per replica, tried in order, and one that "
+                   "cannot be reached is skipped)");
     app.add_option("--faults", faults,
                    "faults to inject, as JSON or @FILE (see localcluster/README.md); change them at runtime "
                    "with PUT /unitrain/faults");

@@ -7,7 +7,14 @@ namespace unitrain::operator_cmd {
 Result<std::unique_ptr<ApiClients>> ApiClients::create(ApiClientOptions o) {
   const kube::RestConfig& rest = o.rest;
   kube::RestClientOptions main_options;
+  // Stopping cancels what the reconcilers, informers and certificate keeper have in flight or
+  // waiting for the rate limit, as controller-runtime cancels their context: a pass blocked on an
+  // API server that does not answer, or queued behind a backlog's writes at --kube-api-qps, would
+  // otherwise outlast the 30 s graceful stop. The pass is cut short; the next leader's informers
+  // list every job again.
   main_options.stop = o.stopping;
+  main_options.stop_ends_rate_limit_wait = true;
+  main_options.transport.cancel = o.stopping;
   main_options.on_attempt = o.on_attempt;
   auto main = kube::RestClient::create(rest, main_options);
   if (!main) return fail(fmt::format("API client for {}: {}", rest.server_url(), main.error().message));
@@ -27,6 +34,7 @@ Result<std::unique_ptr<ApiClients>> ApiClients::create(ApiClientOptions o) {
   kube::RestClientOptions events_options;
   events_options.stop = o.stopping;
   events_options.stop_ends_rate_limit_wait = true;  // a stopping operator gives queued events up
+  events_options.transport.cancel = o.stopping;
   events_options.retry.max_retries = 0;
   events_options.on_attempt = o.on_attempt;
   kube::RestConfig events_rest = rest;

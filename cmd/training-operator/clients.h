@@ -21,8 +21,10 @@ struct ApiClientOptions {
   kube::RestConfig rest;  // server, credentials and the main client's --kube-api-qps / --kube-api-burst
   double events_qps = 20;
   int events_burst = 30;
-  // Once requested, a failed request is no longer retried: a stopping operator is not held up by
-  // an API server that is gone (a request in flight ends within its timeouts).
+  // Once requested, a failed request is no longer retried, and the main and events clients'
+  // requests in flight or waiting for their rate limit end at once (Cancelled): a stopping
+  // operator is not held up by an API server that is gone or does not answer. The leader
+  // election client is left alone: it releases the Lease last.
   std::stop_token stopping;
   // Every attempt of every client (latency metrics, connection faults); must not block.
   std::function<void(const kube::AttemptReport&)> on_attempt;

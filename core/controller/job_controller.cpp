@@ -137,8 +137,9 @@ void JobController::log_reconcile_error(const std::string& key, const kube::ApiE
   const log::Fields job{{log::key::kJob, key}};
   if (log::enabled(log::Level::debug))
     log_.log(log::Level::debug, fmt::format("reconcile failed, retrying with backoff: {}", error.to_string()), job);
-  // A conflict is the next pass's business, not a fault.
-  if (error.is(kube::ApiError::Reason::Conflict)) return;
+  // A conflict is the next pass's business, not a fault; a request cancelled by the process's
+  // stop is no fault either.
+  if (error.is(kube::ApiError::Reason::Conflict) || error.is(kube::ApiError::Reason::Cancelled)) return;
   auto report = error_log_.occur(fmt::format("{}:{}", static_cast<int>(error.reason), error.code), clock_.steady_now());
   if (!report) return;
   log_.log(log::Level::warn,
@@ -202,6 +203,12 @@ void JobController::worker_loop() {
   while (!wait_for_sync(std::chrono::seconds(1)))
     if (!workers_started_) return;
   while (auto key = queue_.get()) {
+    if (!workers_started_) {
+      // Stopping: the keys still queued are left to the next leader, whose informers list every
+      // job again (controller-runtime's workers likewise end with their context).
+      queue_.done(*key);
+      break;
+    }
     ReconcileResult r;
     ++active_workers_;
     try {
@@ -238,13 +245,11 @@ bool JobController::wait_for_sync(std::chrono::milliseconds timeout) const {
 }
 
 void JobController::stop() {
-  // Without workers nobody would take the queued keys: a follower just drops them, and so does a
-  // leader whose caches never synced (its workers leave without taking a key).
-  if (workers_started_.exchange(false) && wait_for_sync(std::chrono::milliseconds(0))) {
-    queue_.shut_down_with_drain(std::chrono::seconds(30));
-  } else {
-    queue_.shut_down();
-  }
+  // The workers finish the pass in hand and take no more keys. No drain: a backlog at
+  // --kube-api-qps can take longer than the whole graceful stop, and the process's stop also
+  // cancels the API requests such a drain would make (cmd/training-operator/clients.cpp).
+  workers_started_ = false;
+  queue_.shut_down();
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (caches_started_.exchange(false) && own_caches_) own_caches_->stop();

@@ -97,7 +97,7 @@ class JobController final : public ChildEventSink {
   // complete view at once. Keys queue up meanwhile.
   void start_caches();
   void start();  // start_caches(), then workers
-  void stop();   // drains the queue (when workers run), joins workers, stops caches of its own
+  void stop();   // workers end the pass in hand and take no more keys; joins them, stops caches of its own
   // The informers this controller reads have listed once.
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stop_token>
 #include <vector>
 
 #include <boost/asio/connect.hpp>
@@ -179,11 +180,14 @@ struct Connection {
 };
 
 // Runs the connection's io_context until `done` or `deadline`; on deadline closes the socket so
-// the pending operation completes (aborted) and returns false.
-bool run_until(Connection& c, const bool& done, Clock::time_point deadline) {
+// the pending operation completes (aborted) and returns false. `cancel` closes it the same way
+// from another thread (the close runs on the io_context's own thread); the caller tells a
+// cancellation from its outcome by the token.
+bool run_until(Connection& c, const bool& done, Clock::time_point deadline, const std::stop_token& cancel) {
+  std::stop_callback on_cancel(cancel, [&c] { asio::post(c.ioc, [&c] { c.close(); }); });
   while (!done) {
     const auto now = Clock::now();
-    if (now >= deadline) {
+    if (now >= deadline || cancel.stop_requested()) {
       c.close();
       c.ioc.restart();
       c.ioc.run();
@@ -265,7 +269,7 @@ struct Transport::Impl {
       ec = e;
       done = true;
     });
-    if (!run_until(*conn, done, connect_deadline))
+    if (!run_until(*conn, done, connect_deadline, opts.cancel))
       return fail(TransportError{Kind::Timeout, fmt::format("connecting to {} timed out after {}", where(),
                                                             ms_text(opts.connect_timeout)), false});
     if (ec) return fail(TransportError{Kind::Connect, fmt::format("connecting to {}: {}", where(), ec.message()), false});
@@ -287,7 +291,7 @@ struct Transport::Impl {
         ec = e;
         done = true;
       });
-      if (!run_until(*conn, done, connect_deadline))
+      if (!run_until(*conn, done, connect_deadline, opts.cancel))
         return fail(TransportError{Kind::Timeout, fmt::format("TLS handshake with {} timed out", where()), false});
       if (ec) {
         const long vr = SSL_get_verify_result(ssl);  // NOLINT(google-runtime-int): OpenSSL's type
@@ -355,7 +359,7 @@ struct Transport::Impl {
       written = n;
       done = true;
     });
-    if (!run_until(c, done, deadline))
+    if (!run_until(c, done, deadline, opts.cancel))
       return fail(TransportError{Kind::Timeout, fmt::format("{}: writing the request timed out", describe(req)), written > 0});
     if (ec)
       return fail(TransportError{Kind::ConnectionLost, fmt::format("{}: writing the request: {}", describe(req), ec.message()),
@@ -391,7 +395,20 @@ struct Transport::Impl {
     return !e.request_sent || req.method == "GET" || req.method == "HEAD";
   }
 
+  // A request that failed because the process is stopping says so, whatever the socket reported.
+  template <class T>
+  Result<T, TransportError> unless_cancelled(const http::Request& req, Result<T, TransportError> r) const {
+    if (r || !opts.cancel.stop_requested()) return r;
+    return fail(TransportError{Kind::Cancelled, fmt::format("{}: cancelled: stopping", describe(req)),
+                               r.error().request_sent});
+  }
+
   Result<http::Response, TransportError> send(const http::Request& req, std::chrono::milliseconds timeout) {
+    return unless_cancelled(req, send_once(req, timeout));
+  }
+
+  Result<http::Response, TransportError> send_once(const http::Request& req, std::chrono::milliseconds timeout) {
+    if (opts.cancel.stop_requested()) return fail(TransportError{Kind::Cancelled, "", false});
     const auto total = timeout.count() > 0 ? timeout : cfg.timeout;
     const auto deadline = Clock::now() + total;
     for (int attempt = 0;; ++attempt) {
@@ -411,7 +428,7 @@ struct Transport::Impl {
         ec = e;
         done = true;
       });
-      if (!run_until(c, done, deadline))
+      if (!run_until(c, done, deadline, opts.cancel))
         return fail(TransportError{Kind::Timeout, fmt::format("{}: no complete response within {}", describe(req), ms_text(total)),
                                    true});
       if (ec) {
@@ -422,12 +439,16 @@ struct Transport::Impl {
       http::Response resp = head_of(parser);
       const bool keep = parser.keep_alive();
       resp.body = std::move(parser.get().body());
-      if (keep && c.buffer.size() == 0) release(std::move(*conn));
+      // A cancellation may have left a close queued on the connection's io_context.
+      if (keep && c.buffer.size() == 0 && !opts.cancel.stop_requested()) release(std::move(*conn));
       return resp;
     }
   }
 
-  Result<std::unique_ptr<BodyStream>, TransportError> open_stream(const http::Request& req);
+  Result<std::unique_ptr<BodyStream>, TransportError> open_stream(const http::Request& req) {
+    return unless_cancelled(req, open_stream_once(req));
+  }
+  Result<std::unique_ptr<BodyStream>, TransportError> open_stream_once(const http::Request& req);
 };
 
 namespace {
@@ -504,7 +525,8 @@ class StreamImpl final : public BodyStream {
 
 }  // namespace
 
-Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream(const http::Request& req) {
+Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream_once(const http::Request& req) {
+  if (opts.cancel.stop_requested()) return fail(TransportError{Kind::Cancelled, "", false});
   const auto deadline = Clock::now() + cfg.timeout;
   for (int attempt = 0;; ++attempt) {
     auto conn = acquire(deadline);
@@ -522,7 +544,7 @@ Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream
       ec = e;
       done = true;
     });
-    if (!run_until(c, done, deadline))
+    if (!run_until(c, done, deadline, opts.cancel))
       return fail(TransportError{Kind::Timeout, fmt::format("{}: no response headers within {}", describe(req),
                                                             ms_text(cfg.timeout)), true});
     if (ec) {

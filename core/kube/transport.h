@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "core/base/result.h"
@@ -28,6 +29,11 @@ struct TransportOptions {
   // Re-read the token file at least this often even if its mtime did not change.
   std::chrono::seconds token_reread{60};
   std::string user_agent = "unitrain/0.1";
+  // Once requested, a request in flight (connecting, writing, waiting for the response) ends at
+  // once and every later one fails without being sent, both with a Cancelled error: what a
+  // cancelled context does to client-go's requests, so a stopping process is not held up by a
+  // server that does not answer.
+  std::stop_token cancel;
 };
 
 // The body of a response that is read incrementally (watches). Owned by one reader thread;

@@ -2,8 +2,8 @@
 """Chaos soak: mixed training jobs against a standalone local cluster under injected faults.
 
 Runs build/bin/localcluster (with --state-dir, so an API-server restart keeps everything) and
-two training-operator processes with leader election, submits JOBS jobs of every kind the
-operator serves without webhooks (TFJob, PyTorchJob, MXJob, XGBoostJob, PaddleJob, MPIJob
+two training-operator processes with leader election, submits JOBS jobs of every kind (TFJob,
+PyTorchJob, MXJob, XGBoostJob, PaddleJob, MPIJob v1 and v2beta1: one two-version CRD stored as
 v2beta1) in a seeded mix of scenarios, and meanwhile:
   - injects ~5% 500s, ~5% 429s and ~10% 409s on every write, cuts every watch after a few
     events and answers watch resumes with 410 (the local cluster's /unitrain/faults);
@@ -13,11 +13,18 @@ v2beta1) in a seeded mix of scenarios, and meanwhile:
   - resumes suspended jobs and deletes running ones;
   - replaces an operator that exits on its own (it loses its lease when the API server is too
     slow to renew it), as a Deployment would.
+Every operator serves the webhooks, as every replica of a Deployment does; the cluster reaches the
+Service training-operator.kubeflow:443 (the MPIJob CRD's conversion webhook) at each operator's
+port (--service-endpoint given once per port) and skips a port nobody listens on any more, as a
+Service routes to the replicas that are up. So MPIJob v1, which every read and write converts,
+is served through the leader's kill -9 by the other operator. (No admission webhooks are
+registered: v1 jobs name their module in spec.runPolicy.managedBy, which the defaulting webhook
+would fill in.)
 Then it waits (bounded) for every job to settle and prints one line per count:
   jobs in expected state, duplicate pods, unexpected re-creations, orphans, lost statuses,
-  crashes — and exits 1 when any of them is wrong, 77 when a tool it needs is missing. Operator
-  processes that exit 1 on purpose (lease lost, graceful stop ran out) are listed as unclean
-  stops without failing the run.
+  crashes, MPIJob v1 lists the conversion webhook refused -- and exits 1 when any of them is
+  wrong, 77 when a tool it needs is missing. Operator processes that exit 1 on purpose (lease
+  lost, graceful stop ran out) are listed as unclean stops without failing the run.
 
 Pod creations are counted from a pod watch the soak keeps open the whole time (resumed from its
 last resourceVersion after a cut, relisted after a 410): a creation is a pod uid seen for the
@@ -37,6 +44,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +57,7 @@ import yaml
 
 SKIP = 77
 NS = "soak"
+WEBHOOK_NS = "kubeflow"  # the Service the MPIJob CRD's conversion names: training-operator.kubeflow
 LEASE = "soak.unitrain.io"
 
 # kind -> (example file, plural, replica-spec key)
@@ -59,13 +68,19 @@ KINDS = {
     "XGBoostJob": ("xgboost.yaml", "xgboostjobs", "xgbReplicaSpecs"),
     "PaddleJob": ("paddle.yaml", "paddlejobs", "paddleReplicaSpecs"),
     "MPIJob": ("mpi-v2.yaml", "mpijobs", "mpiReplicaSpecs"),
+    "MPIJobV1": ("mpi-v1.yaml", "mpijobs", "mpiReplicaSpecs"),  # kind MPIJob at kubeflow.org/v1
 }
 API_VERSION = {"MPIJob": "kubeflow.org/v2beta1"}
+MPI_KINDS = {"MPIJob", "MPIJobV1"}
+# Webhook ports: two operators run at a time, and a hand-over starts the new one before the old
+# one stops.
+WEBHOOK_SLOTS = 3
 
 SCENARIOS = ["success", "fail", "fail-once-onfailure", "fail-once-exitcode", "deadline", "backoff",
              "backoff-exitcode", "suspend", "delete"]
 # MPIJob v2beta1 has no per-replica restart policies of training-operator's kind (its launcher is
-# a batch Job): the restart-policy scenarios are for the kubeflow.org/v1 kinds.
+# a batch Job): the restart-policy scenarios are for the other kubeflow.org/v1 kinds. MPIJob v1
+# ends with its launcher pod alone (its workers run until then) and is left out of them too.
 V1_ONLY = {"fail-once-onfailure", "fail-once-exitcode", "backoff", "backoff-exitcode"}
 EXPECTED = {"success": "Succeeded", "fail": "Failed", "fail-once-onfailure": "Succeeded",
             "fail-once-exitcode": "Succeeded", "deadline": "Failed", "backoff": "Failed",
@@ -115,6 +130,32 @@ class Api:
                 last = str(e)
                 time.sleep(0.3)
         raise RuntimeError(f"{method} {path}: still failing after {tries} tries: {last}")
+
+
+class V1Reader:
+    """Lists MPIJobs at kubeflow.org/v1 twice a second, as a user would, and counts the reads the
+    conversion webhook failed (a 500 naming it); other failures (the API server's restart) are
+    not the webhook's."""
+
+    def __init__(self, base):
+        self.base = base
+        self.ok = 0
+        self.failures = []
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stopping:
+            try:
+                with urllib.request.urlopen(f"{self.base}/apis/kubeflow.org/v1/namespaces/{NS}/mpijobs", timeout=40):
+                    self.ok += 1
+            except urllib.error.HTTPError as e:
+                body = e.read().decode(errors="replace")
+                if e.code == 500 and "conversion webhook" in body:
+                    self.failures.append(f"{time.strftime('%H:%M:%S')} {body[:300]}")
+            except (urllib.error.URLError, ConnectionError, http.client.HTTPException, TimeoutError):
+                pass
+            time.sleep(0.5)
 
 
 class PodLedger:
@@ -207,8 +248,10 @@ class PodLedger:
 class Operators:
     """training-operator processes with leader election; knows which ones it stopped on purpose."""
 
-    def __init__(self, binary, kubeconfig, work):
+    def __init__(self, binary, kubeconfig, work, webhook_ports):
         self.binary, self.kubeconfig, self.work = binary, kubeconfig, work
+        self.webhook_ports = webhook_ports
+        self.port_of = {}  # name -> webhook port
         self.procs = {}  # name -> Popen
         self.stopped = set()  # stopped by the soak, or replaced after exiting on their own
         self.exited_alone = []
@@ -217,11 +260,15 @@ class Operators:
     def start(self):
         name = f"op{self.count}"
         self.count += 1
+        busy = {self.port_of[n] for n, p in self.procs.items() if p.poll() is None}
+        port = next(p for p in self.webhook_ports if p not in busy)
+        self.port_of[name] = port
         err = open(os.path.join(self.work, f"{name}.log"), "w")
         self.procs[name] = subprocess.Popen(
             [self.binary, "--leader-elect", "--leader-election-id", LEASE, "--leader-election-namespace", "default",
              "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "5s",
-             "--leader-elect-retry-period", "1s", "--kubeconfig", self.kubeconfig, "--disable-webhooks",
+             "--leader-elect-retry-period", "1s", "--kubeconfig", self.kubeconfig, "--enable-scheme=*",
+             "--webhook-bind-address", f"127.0.0.1:{port}", "--webhook-namespace", WEBHOOK_NS,
              "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
             stdout=subprocess.DEVNULL, stderr=err)
         return name
@@ -282,6 +329,22 @@ class Operators:
                 crashes.append(f"{n} exited {rc}")
         return crashes, unclean
 
+    def serving(self, name):
+        return "webhook server serving a certificate" in self.log_text(name)
+
+    def wait_all_serving(self, seconds=60):
+        """Waits (bounded) until every running operator serves its webhooks -- is Ready, as a
+        Deployment's pods are before a rolling update or an admin touches the next one; replaces
+        the ones that exited meanwhile."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            self.supervise()
+            live = [n for n, p in self.procs.items() if p.poll() is None and n not in self.stopped]
+            if all(self.serving(n) for n in live):
+                return True
+            time.sleep(0.2)
+        return False
+
     def supervise(self):
         """Replaces operators that exited on their own, as a Deployment's kubelet restarts them."""
         for n, p in list(self.procs.items()):
@@ -298,6 +361,19 @@ class Operators:
                 p.wait()
 
 
+def free_ports(count):
+    """Loopback ports the kernel picked for sockets closed again (the operators bind them later)."""
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 def job_object(source, kind, name, scenario):
     example, _, specs_key = KINDS[kind]
     with open(os.path.join(source, "examples", example)) as f:
@@ -305,9 +381,11 @@ def job_object(source, kind, name, scenario):
     job["metadata"] = {"name": name, "namespace": NS, "labels": {"soak.unitrain.io/scenario": scenario}}
     spec = job["spec"]
     run = spec.setdefault("runPolicy", {})
-    run["cleanPodPolicy"] = "None" if kind != "MPIJob" else "Running"
+    run["cleanPodPolicy"] = "None" if kind not in MPI_KINDS else "Running"
     if kind == "MPIJob":
         run["backoffLimit"] = 0
+    if kind == "MPIJobV1":
+        run["managedBy"] = "kubeflow.org/training-operator"
 
     def replicas(fn):
         for rtype, rs in spec[specs_key].items():
@@ -317,14 +395,14 @@ def job_object(source, kind, name, scenario):
 
     def behave(restart=None, duration=None, **sim):
         def fn(rtype, rs, ann):
-            if restart is not None and kind != "MPIJob":
+            if restart is not None and kind not in MPI_KINDS:
                 rs["restartPolicy"] = restart
             if duration is not None:
                 # MPI workers run until the launcher ends; they never end a job themselves.
-                if not (kind == "MPIJob" and rtype == "Worker"):
+                if not (kind in MPI_KINDS and rtype == "Worker"):
                     ann["sim.unitrain.io/duration"] = duration
             for k, v in sim.items():
-                if not (kind == "MPIJob" and rtype == "Worker"):
+                if not (kind in MPI_KINDS and rtype == "Worker"):
                     ann["sim.unitrain.io/" + k.replace("_", "-")] = str(v)
         replicas(fn)
 
@@ -360,6 +438,9 @@ def expected_pod_names(job, kind):
     for rtype, rs in job["spec"][specs_key].items():
         if kind == "MPIJob" and rtype == "Launcher":
             continue  # a batch Job's pod, named from generateName
+        if kind == "MPIJobV1" and rtype == "Launcher":
+            out.add(f"{name}-launcher")  # a pod of its own
+            continue
         for i in range(rs.get("replicas", 1)):
             out.add(f"{name}-{rtype.lower()}-{i}")
     return out
@@ -406,8 +487,11 @@ def main():
         kubeconfig = os.path.join(work, "kubeconfig")
         cluster_out = open(os.path.join(work, "cluster.out"), "w")
         cluster_err = open(os.path.join(work, "cluster.log"), "w")
+        webhook_ports = free_ports(WEBHOOK_SLOTS)
+        endpoints = [a for p in webhook_ports
+                     for a in ("--service-endpoint", f"{WEBHOOK_NS}/training-operator:443=127.0.0.1:{p}")]
         cluster = subprocess.Popen([localcluster, "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig,
-                                    "--state-dir", state], stdout=cluster_out, stderr=cluster_err)
+                                    "--state-dir", state] + endpoints, stdout=cluster_out, stderr=cluster_err)
         base = None
         for _ in range(300):
             with open(os.path.join(work, "cluster.out")) as f:
@@ -421,10 +505,13 @@ def main():
         api = Api(base)
         subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "apply", "--server-side", "-k",
                         os.path.join(args.source, "manifests", "crds")], check=True, stdout=subprocess.DEVNULL)
-        api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-                 ok=(201, 409))
+        for ns in (NS, WEBHOOK_NS):
+            api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                     ok=(201, 409))
         for kind, (_, plural, _) in KINDS.items():
             version = API_VERSION.get(kind, "kubeflow.org/v1")
+            if kind == "MPIJobV1":
+                continue  # converted by the operators' webhook: waited for once they run
             for _ in range(100):
                 if api.call("GET", f"/apis/{version}/namespaces/{NS}/{plural}", ok=(200, 404))[0] == 200:
                     break
@@ -432,16 +519,26 @@ def main():
 
         ledger = PodLedger(base)
         ledger.thread.start()
-        ops = Operators(operator, kubeconfig, work)
+        v1_reader = V1Reader(base)
+        ops = Operators(operator, kubeconfig, work, webhook_ports)
         ops.start()
         ops.start()
+        # MPIJob v1 is served once an operator has put its CA into the CRD's conversion webhook.
+        for _ in range(600):
+            try:
+                api.call("GET", f"/apis/kubeflow.org/v1/namespaces/{NS}/mpijobs", tries=1)
+                break
+            except RuntimeError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("MPIJob v1 is not served: no operator answers the CRD's conversion webhook")
 
         # The mix: scenarios round-robin over a seeded shuffle, kinds likewise (MPIJob only where it applies).
         plan = []
         kinds = list(KINDS)
         for i in range(args.jobs):
             scenario = scenarios[i % len(scenarios)]
-            choices = [k for k in kinds if not (k == "MPIJob" and scenario in V1_ONLY)]
+            choices = [k for k in kinds if not (k in MPI_KINDS and scenario in V1_ONLY)]
             kind = rng.choice(choices)
             plan.append((f"j{i:03d}-{scenario}", kind, scenario))
         rng.shuffle(plan)
@@ -449,6 +546,7 @@ def main():
         for name, kind, scenario in plan:
             jobs[name] = (kind, scenario, job_object(args.source, kind, name, scenario))
 
+        v1_reader.thread.start()
         faults = dict(FAULTS, seed=args.seed)
         api.call("PUT", "/unitrain/faults", faults)
         log(f"seed {args.seed}: {len(jobs)} jobs, faults on: {json.dumps(FAULTS)}")
@@ -487,6 +585,9 @@ def main():
                 restarts += 1
                 chaos_log.append("API server restarted (SIGHUP)")
             elif what == "kill-leader":
+                # Both replicas Ready first (one that exited on its own is replaced): the other one
+                # keeps serving the conversion through the kill.
+                ops.wait_all_serving()
                 leader = find_leader()
                 if leader:
                     ops.stopped.add(leader)
@@ -497,9 +598,12 @@ def main():
                 else:
                     chaos_log.append("kill-leader: no leader found")
             elif what == "handover":
+                ops.wait_all_serving()
                 leader = find_leader()
                 if leader:
+                    # As a rolling update: the new replica is Ready before the old one stops.
                     ops.start()
+                    ops.wait_all_serving()
                     rc = ops.stop(leader, signal.SIGTERM)
                     chaos_log.append(f"leader {leader} stopped (SIGTERM, exit {rc}), lease handed over")
                 else:
@@ -507,6 +611,7 @@ def main():
             log(chaos_log[-1])
 
         while created < len(names) or pending or actions:
+            ops.supervise()
             now = time.monotonic() - t0
             if created < len(names) and now >= created * submit_phase / len(names):
                 name = names[created]
@@ -582,6 +687,7 @@ def main():
             time.sleep(0.5)
         time.sleep(1)
         ledger.stopping = True
+        v1_reader.stopping = True
         uids, owner, _ = ledger.snapshot()
 
         # Counts.
@@ -638,7 +744,11 @@ def main():
 
         _, describe = api.call("GET", "/unitrain/faults")
         pods_created = sum(len(u) for u in uids.values())
+        per_kind = {}
+        for kind, _, _ in jobs.values():
+            per_kind[kind] = per_kind.get(kind, 0) + 1
         print(f"soak seed {args.seed}: {len(jobs)} jobs ({', '.join(scenarios)}), {pods_created} pods created")
+        print("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(per_kind.items())))
         print(f"chaos: {'; '.join(chaos_log)}")
         print(f"faults injected: {json.dumps(describe.get('injected', {}))}")
         print(f"jobs in expected state: {in_expected}/{len(jobs)}")
@@ -647,13 +757,15 @@ def main():
         print(f"orphans: {len(orphans)}")
         print(f"lost statuses: {len(lost)}")
         print(f"crashes: {len(crashes)}")
+        print(f"MPIJob v1 lists refused by the conversion webhook: {len(v1_reader.failures)} "
+              f"(of {v1_reader.ok + len(v1_reader.failures)}, twice a second from the first submission)")
         print(f"unclean operator stops (reported, not failed): {len(unclean)}")
         for what, items in (("not in expected state", wrong), ("duplicate", duplicates), ("re-created", recreations),
                             ("orphan", orphans), ("lost status", [f"{a}: {b}" for a, b in lost]), ("crash", crashes),
-                            ("unclean stop", unclean)):
+                            ("unclean stop", unclean), ("conversion", v1_reader.failures)):
             for item in items[:20]:
                 print(f"  {what}: {item}")
-        bad = wrong or duplicates or recreations or orphans or lost or crashes
+        bad = wrong or duplicates or recreations or orphans or lost or crashes or v1_reader.failures
         if bad:
             args.keep = True
             print(f"FAIL (logs kept in {work})")

@@ -66,4 +66,4 @@ run() {  # label binary operator-flags...
 echo "$jobs PyTorchJobs, --kube-api-qps 20 (default):"
 run "events on their own budget (20 qps)" "$bin" --events-qps 20
 run "events starved (0.001 qps)" "$bin" --events-qps 0.001 --events-burst 1
-[[ -n ${BEFORE_BIN:-} ]] && run "events sharing the writes' budget" "$BEFORE_BIN"
+if [[ -n ${BEFORE_BIN:-} ]]; then run "events sharing the writes' budget" "$BEFORE_BIN"; fi

@@ -109,12 +109,23 @@ if WEBHOOKS[overlay]:
         fails.append("Deployment lacks MY_POD_NAMESPACE (the certificate Secret's namespace)")
     if not any(r["metadata"]["name"] == "training-operator-webhook" for r in by_kind("ClusterRole")):
         fails.append("no ClusterRole training-operator-webhook (caBundle patching)")
+    # The webhooks fail closed (MPIJob's conversion among them): a second replica keeps them
+    # served through the leader's kill, a disruption budget through a drain.
+    if deployment.get("spec", {}).get("replicas") != 2:
+        fails.append(f"Deployment replicas {deployment.get('spec', {}).get('replicas')}, want 2 (webhooks fail closed)")
+    if "--leader-elect" not in args:
+        fails.append("two replicas without --leader-elect")
+    pdb = one("PodDisruptionBudget", "training-operator")
+    if pdb and (pdb["spec"].get("minAvailable") != 1 or
+                pdb["spec"].get("selector", {}).get("matchLabels") != deployment["spec"]["selector"]["matchLabels"]):
+        fails.append(f"PodDisruptionBudget {pdb['spec']}: want minAvailable 1 over the Deployment's pods")
 elif validating or mutating:
     fails.append("webhook configurations in an overlay without webhooks")
 
 # Every namespaced object lands in kubeflow.
 for d in docs:
-    if d["kind"] in ("Deployment", "Service", "ServiceAccount", "Secret", "Role", "RoleBinding") and \
+    if d["kind"] in ("Deployment", "Service", "ServiceAccount", "Secret", "Role", "RoleBinding",
+                     "PodDisruptionBudget") and \
             d["metadata"].get("namespace") != "kubeflow":
         fails.append(f"{d['kind']} {d['metadata']['name']} in namespace {d['metadata'].get('namespace')}")
 

@@ -4,8 +4,10 @@
 #     jobs wait in the queue: there is nothing to drain, since the workers never take a key;
 #  2. a candidate retrying for a Lease another holder has, its webhooks serving (a missing Secret
 #     namespace no longer retries: tests/e2e/operator/out_of_cluster.sh);
-#  3. the API server gone while jobs wait in the queue: requests are no longer retried.
-# Without those, 1 and 3 waited out the 30 s graceful-stop bound (and exited 1). And a leader whose
+#  3. the API server gone while jobs wait in the queue: requests are no longer retried;
+#  4. the API server not answering (SIGSTOP) while jobs wait in the queue: stopping cancels the
+#     requests in flight, and the workers leave the queued jobs to the next leader.
+# Without those, 1, 3 and 4 waited out the 30 s graceful-stop bound (and exited 1). And a leader whose
 # Lease is taken over stops everything and exits 1.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -84,6 +86,16 @@ if [[ $rc == 1 ]] && grep -q 'leader election lost' "$work/op.log"; then
 else
   fail "lease lost: exit $rc after $ms ms, want 1 and 'leader election lost'"
 fi
+
+k delete pytorchjobs --all >/dev/null
+k apply -f "$work/jobs.yaml" >/dev/null
+start --disable-webhooks --kube-api-qps 10 --kube-api-burst 1
+wait_queued
+# Frozen, the API server still accepts connections (the kernel does) but answers nothing: the
+# workers' requests, the informers' lists and the events hang until stopping cancels them.
+kill -STOP "$cluster"
+term "API server not answering, jobs queued"
+kill -CONT "$cluster"
 
 k delete pytorchjobs --all >/dev/null
 k apply -f "$work/jobs.yaml" >/dev/null

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <openssl/evp.h>
@@ -368,6 +369,37 @@ TEST_CASE("transport: a server that accepts and never answers times out, no hang
   CHECK_THAT(r.error().message, Catch::Contains("no complete response within 300ms"));
   CHECK(elapsed < 3s);
   CHECK(elapsed >= 550ms);  // two attempts of 300 ms each (GET timeouts are retried once here)
+}
+
+TEST_CASE("transport: a stop cancels a request the server never answers; later requests are not sent") {
+  std::atomic<int> received{0};
+  TestServer server([&received](Session& s) {
+    if (s.read_request()) ++received;
+    s.read_request();  // never answers: blocks until the client closes
+  });
+  auto cfg = http_config(server.port());
+  cfg.timeout = 20s;  // far longer than the wait below: a timeout is not what ends the request
+  std::stop_source stop;
+  RestClientOptions o;
+  o.stop = stop.get_token();
+  o.transport.cancel = stop.get_token();
+  auto client = RestClient::create(cfg, o);
+  REQUIRE(client);
+  std::optional<ApiResult<json::Document>> hung;
+  std::thread caller([&] { hung = (*client)->get(kPods, "ns", "hangs"); });
+  for (int i = 0; i < 1000 && received == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(received == 1);
+  stop.request_stop();
+  caller.join();
+  REQUIRE(hung);
+  REQUIRE_FALSE(*hung);
+  CHECK(hung->error().reason == R::Cancelled);
+  CHECK_THAT(hung->error().message, Catch::Contains("GET /api/v1/namespaces/ns/pods/hangs: cancelled"));
+
+  auto later = (*client)->get(kPods, "ns", "later");
+  REQUIRE_FALSE(later);
+  CHECK(later.error().reason == R::Cancelled);
+  CHECK(received == 1);
 }
 
 TEST_CASE("transport: connection refused is a Transport error") {

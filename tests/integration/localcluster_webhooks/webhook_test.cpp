@@ -157,6 +157,21 @@ std::vector<std::string> warnings_of(const kube::http::Response& r) {
   return out;
 }
 
+// A loopback port nothing listens on: the kernel picked it for a socket that is closed again.
+uint16_t closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  REQUIRE(bound);
+  return ntohs(addr.sin_port);
+}
+
 // Two CAs: the webhook server's, and one it was not signed by.
 struct Fixture {
   Fixture() {
@@ -172,6 +187,11 @@ struct Fixture {
     REQUIRE(add_service_endpoint(o.webhooks, "hooks/hooks:443=127.0.0.1:" + std::to_string(hooks->port())));
     // A service whose certificate does not carry its name.
     REQUIRE(add_service_endpoint(o.webhooks, "hooks/misnamed:443=127.0.0.1:" + std::to_string(hooks->port())));
+    // Two replicas behind one Service, the first one gone; and a Service whose only replica is gone.
+    const std::string gone = "127.0.0.1:" + std::to_string(closed_port());
+    REQUIRE(add_service_endpoint(o.webhooks, "hooks/replicas:443=" + gone));
+    REQUIRE(add_service_endpoint(o.webhooks, "hooks/replicas:443=127.0.0.1:" + std::to_string(hooks->port())));
+    REQUIRE(add_service_endpoint(o.webhooks, "hooks/down:443=" + gone));
     cluster = std::make_unique<LocalCluster>(std::move(o));
     REQUIRE(cluster->start());
     api = std::make_unique<Api>(*cluster);
@@ -431,6 +451,41 @@ const std::string kGadgetsV1 = "/apis/hooks.example.com/v1/namespaces/default/ga
 const std::string kGadgetsV2 = "/apis/hooks.example.com/v2/namespaces/default/gadgets";
 
 }  // namespace
+
+TEST_CASE("a Service's replica that cannot be reached is skipped; with none left the call fails") {
+  Fixture f;
+  add_gadget_crd(f, "Webhook");
+  // The conversion webhook behind the Service whose first replica is gone: every version is served.
+  auto crd_path = std::string("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.hooks.example.com");
+  const std::string to_service =
+      R"({"spec":{"conversion":{"webhook":{"clientConfig":{"url":null,"service":{"namespace":"hooks","name":")";
+  auto point_at = [&](const std::string& service) {
+    auto r = f.api->send("PATCH", crd_path,
+                         to_service + service + R"(","path":"/convert","port":443}}}}}})", "application/merge-patch+json");
+    REQUIRE(r.status == 200);
+  };
+  point_at("replicas");
+  REQUIRE(f.api->send("POST", kGadgetsV2,
+                      R"({"apiVersion":"hooks.example.com/v2","kind":"Gadget","metadata":{"name":"r1"},"spec":{"replicas":2}})")
+              .status == 201);
+  auto got = f.api->send("GET", kGadgetsV1 + "/r1");
+  REQUIRE(got.status == 200);
+  CHECK(json::get_int(parse(got.body).root(), "/spec/count") == 2);
+  // Admission likewise.
+  f.add_config("ValidatingWebhookConfiguration", "replicas",
+               "[" + hook("replicas.hooks.test", f.service_config("/record", "replicas"), kConfigMapCreate) + "]");
+  CHECK(f.create_configmap("default", "through-replicas").status == 201);
+  CHECK(f.hooks->seen("/record").size() == 1);
+
+  point_at("down");
+  auto failed = f.api->send("GET", kGadgetsV1 + "/r1");
+  CHECK(failed.status == 500);
+  auto msg = str(parse(failed.body).root(), "/message");
+  INFO(msg);
+  CHECK(msg.starts_with("Internal error occurred: conversion webhook for hooks.example.com/v2, Kind=Gadget failed: "
+                        "Post \"https://down.hooks.svc:443/convert?timeout=30s\": "));
+  CHECK(msg.find("refused") != std::string::npos);
+}
 
 TEST_CASE("a CRD with a conversion webhook stores at the storage version and serves every version") {
   Fixture f;
