@@ -122,7 +122,7 @@ std::optional<ApiError> WorkloadPass::update_child(const framework::DesiredObjec
   }
   auto r = deps_.client.update(want.resource, ns_, live.root(), written_only());
   if (!r) return r.error();
-  log_.note("updated " + want.resource.resource, api::name_of(want.object.root()));
+  log_.note("updated " + want.resource.resource, std::string(api::name_of(want.object.root())));
   return std::nullopt;
 }
 

@@ -51,6 +51,9 @@ class JobSetPlugin final : public framework::FrameworkPlugin,
   // Every create and delete of a child Job matters (a previous attempt gone lets its successor
   // be created).
   bool reconciles_on_any_child() const override { return true; }
+  // The validating webhook sees what the defaulting one wrote (CREATE), and an update that
+  // leaves a default out is compared with it filled in.
+  bool validates_defaulted() const override { return true; }
 
  private:
   framework::FrameworkDescriptor d_;
