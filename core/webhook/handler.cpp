@@ -67,6 +67,13 @@ Value already_exists_status(const framework::FrameworkDescriptor& d, std::string
   return status;
 }
 
+// A module that writes its defaults into objects itself, on the operations it names
+// (Registration::webhooks.mutate: JobSet's CREATE).
+bool persists_own_defaults(const framework::Registry& registry, const framework::FrameworkDescriptor& d) {
+  const framework::Registration* r = registry.find(d.name);
+  return r != nullptr && !r->webhooks.mutate.empty();
+}
+
 }  // namespace
 
 json::Document json_patch_diff(const Value& from, const Value& to) {
@@ -159,7 +166,7 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
     if (object != nullptr) {
       json::Document mutated = json::Document::copy_of(*object);
       const auto& ops = route.endpoint->operations;
-      const bool own_defaults = registry_.find(d.name) != nullptr && !registry_.find(d.name)->webhooks.mutate.empty();
+      const bool own_defaults = persists_own_defaults(registry_, d);
       const bool defaults_here = own_defaults ? std::find(ops.begin(), ops.end(), to_string(operation)) != ops.end()
                                               : options_.persist_defaults;
       if (defaults_here) {
@@ -374,6 +381,14 @@ Reply Handler::convert(std::string_view body) const {
 }
 
 json::Document Handler::configuration_for(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, false);
+}
+
+json::Document Handler::manifest_configuration(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, true);
+}
+
+json::Document Handler::configuration_of(WebhookType type, const json::Value& client_config, bool every_served) const {
   json::Document doc = json::Document::object();
   auto& a = doc.alloc();
   const bool validating = type == WebhookType::Validating;
@@ -384,7 +399,7 @@ json::Document Handler::configuration_for(WebhookType type, const json::Value& c
   doc.root().AddMember("metadata", meta, a);
   Value hooks(rapidjson::kArrayType);
   for (const auto& e : endpoints_) {
-    if (e.type != type || !e.registered) continue;
+    if (e.type != type || !(e.registered || every_served)) continue;
     Value hook(rapidjson::kObjectType);
     hook.AddMember("name", str(e.name, a), a);
     Value cc(client_config, a);
@@ -430,7 +445,8 @@ json::Document Handler::configuration_for(WebhookType type, const json::Value& c
 bool Handler::registration_needed(std::string_view name) const {
   for (const auto& r : routes_) {
     if (r.endpoint->name != name) continue;
-    return r.endpoint->type == WebhookType::Validating || !r.fill_managed_by.empty() || options_.persist_defaults;
+    return r.endpoint->type == WebhookType::Validating || !r.fill_managed_by.empty() || options_.persist_defaults ||
+           persists_own_defaults(registry_, r.plugin->descriptor());
   }
   return false;
 }
