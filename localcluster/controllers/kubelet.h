@@ -12,7 +12,8 @@
 //                                   same name (in memory, for the kubelet's lifetime); pods
 //                                   made from a generateName (a Job's) share the count of
 //                                   namespace/generateName, so a Job's replacement pods see
-//                                   the failures of the ones before
+//                                   the failures of the ones before (an Indexed Job's pods:
+//                                   those of the same index, `<job>-<index>-`)
 //   sim.unitrain.io/ready-after     delay between container start and Ready=True
 //   sim.unitrain.io/start-delay     how long the containers stay ContainerCreating (image pull)
 //   sim.unitrain.io/log             lines every container prints when it starts (`kubectl logs`)
