@@ -31,7 +31,8 @@
 // containers end with exit code 143 (SIGTERM), then it is removed with grace period 0.
 // Node failure: when a node's Ready condition stops being True (e.g. a test patches node
 // status), after node_lost_grace its non-terminal pods become phase Failed with reason NodeLost
-// (a terminal phase, so controllers replace them; Kubernetes' eviction also ends them).
+// (a terminal phase, so controllers replace them; Kubernetes' eviction also ends them) and the
+// condition DisruptionTarget=True (reason DeletionByTaintManager) that eviction adds.
 // Manual mode changes no pod phases; it still completes graceful deletions so deletes finish.
 #pragma once
 

@@ -250,6 +250,8 @@ TEST_CASE("a NotReady node loses its running pods after the grace period", "[kub
   REQUIRE(patched);
   REQUIRE(eventually([&] { return env.str(env.pods, "onnode", "/status/phase") == "Failed"; }));
   CHECK(env.str(env.pods, "onnode", "/status/reason") == "NodeLost");
+  CHECK(env.condition(env.pods, "onnode", "DisruptionTarget") == "True");
+  CHECK(env.condition(env.pods, "onnode", "DisruptionTarget", "/reason") == "DeletionByTaintManager");
   // The scheduler no longer places pods there.
   env.create(env.pods, pod_json("later", R"("sim.unitrain.io/duration":"1h")"));
   REQUIRE(eventually([&] { return env.condition(env.pods, "later", "PodScheduled", "/reason") == "Unschedulable"; }));
@@ -782,6 +784,28 @@ TEST_CASE("podFailurePolicy Ignore: failures it matches do not count against bac
   REQUIRE(eventually([&] { return env.condition(env.jobs, "shrug", "Complete") == "True"; }));
   CHECK(json::find(env.get(env.jobs, "shrug")->root(), "/status/failed") == nullptr);
   CHECK(env.list(env.pods, "job-name=shrug").size() == 3);
+}
+
+TEST_CASE("podFailurePolicy on the DisruptionTarget condition: a pod lost with its node is not counted", "[job][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env, 2));
+  env.create(env.jobs, job_json("evicted", R"("backoffLimit":0,"podFailurePolicy":{"rules":[
+      {"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]},)",
+                                R"("sim.unitrain.io/duration":"3s")"));
+  std::string node;
+  REQUIRE(eventually([&] {
+    auto pods = env.list(env.pods, "job-name=evicted");
+    if (pods.size() != 1 || str_at(pods[0].root(), "/status/phase") != "Running") return false;
+    node = std::string(str_at(pods[0].root(), "/spec/nodeName"));
+    return true;
+  }));
+  REQUIRE(env.store->patch(env.nodes, "", node, PatchKind::Strategic,
+                           R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeStatusUnknown"}]}})",
+                           "status"));
+  // The lost pod is replaced on the other node and the Job completes: backoffLimit 0 never fired.
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "evicted", "Complete") == "True"; }));
+  CHECK(json::find(env.get(env.jobs, "evicted")->root(), "/status/failed") == nullptr);
+  CHECK(env.list(env.pods, "job-name=evicted").size() == 2);
 }
 
 TEST_CASE("backoffLimitPerIndex: each index retries on its own, exhausted indexes fail the Job", "[job][indexed][policy]") {
