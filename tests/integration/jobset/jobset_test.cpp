@@ -48,6 +48,21 @@ size_t pods_of(Cluster& k, std::string_view jobset) {
   return list->root()["items"].Size();
 }
 
+// "<hostname>.<subdomain>" of each pod of the JobSet, sorted, each followed by a space.
+std::string pod_dns_names(Cluster& k, std::string_view jobset) {
+  kube::ListOptions o;
+  o.label_selector = fmt::format("jobset.sigs.k8s.io/jobset-name={}", jobset);
+  auto list = k.client->list({"", "v1", "pods"}, "default", o);
+  if (!list) return "<error>";
+  std::vector<std::string> names;
+  for (const auto& item : list->root()["items"].GetArray())
+    names.push_back(json::string_at(item, "/spec/hostname") + "." + json::string_at(item, "/spec/subdomain"));
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += n + " ";
+  return out;
+}
+
 std::string status_of(Cluster& k, std::string_view name, std::string_view pointer) {
   auto js = k.client->get(kJobSets, "default", name);
   if (!js) return "<absent>";
@@ -111,6 +126,9 @@ TEST_CASE("JobSet: every Job completes, the JobSet is Completed with upstream's 
   CHECK(json::string_at(job->root(), "/spec/completionMode") == "Indexed");
   CHECK(json::string_at(job->root(), "/metadata/labels/jobset.sigs.k8s.io~1job-global-index") == "2");
   CHECK(json::string_at(job->root(), "/metadata/ownerReferences/0/kind") == "JobSet");
+  // The batch Job controller runs them Indexed: each pod's DNS name is
+  // <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>.
+  CHECK(pod_dns_names(k, "ok") == "ok-driver-0-0.ok ok-workers-0-0.ok ok-workers-0-1.ok ok-workers-1-0.ok ok-workers-1-1.ok ");
 }
 
 TEST_CASE("JobSet: a failing Job restarts the JobSet up to maxRestarts, then it fails") {
