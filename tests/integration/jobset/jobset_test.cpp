@@ -180,14 +180,27 @@ TEST_CASE("JobSet: InOrder startup creates the workers only once the driver is r
                                              "sim.unitrain.io/duration: 200ms"));
   (void)json::set_string(js, "/spec/replicatedJobs/0/template/spec/template/metadata/annotations/sim.unitrain.io~1ready-after",
                          "1500ms");
-  (void)json::set_string(js, "/spec/replicatedJobs/0/template/spec/template/metadata/annotations/sim.unitrain.io~1duration", "3s");
+  // The driver keeps running (and ready) for the whole test.
+  (void)json::set_string(js, "/spec/replicatedJobs/0/template/spec/template/metadata/annotations/sim.unitrain.io~1duration", "60s");
   REQUIRE(k.client->create(kJobSets, "default", js.root()));
   REQUIRE(eventually([&] { return k.has_condition(kJobSets, "ordered", "StartupPolicyInProgress"); }));
-  CHECK(jobs_of(k, "ordered") == "ordered-driver-0@0 ");
   REQUIRE(eventually([&] { return jobs_of(k, "ordered") == "ordered-driver-0@0 ordered-workers-0@0 ordered-workers-1@0 "; }));
-  auto driver = k.client->get(kJobs, "default", "ordered-driver-0");
-  REQUIRE(driver);
-  CHECK(json::get_int(driver->root(), "/status/ready").value_or(0) + json::get_int(driver->root(), "/status/succeeded").value_or(0) >= 1);
-  REQUIRE(eventually([&] { return status_of(k, "ordered", "/status/terminalState") == "Completed"; }));
+  // The workers' Jobs were created no earlier than the second the driver's pod turned ready
+  // (created together, they would be a second or more older).
+  kube::ListOptions o;
+  o.label_selector = "jobset.sigs.k8s.io/jobset-name=ordered,jobset.sigs.k8s.io/replicatedjob-name=driver";
+  auto pods = k.client->list({"", "v1", "pods"}, "default", o);
+  REQUIRE(pods);
+  REQUIRE(pods->root()["items"].Size() == 1);
+  std::string ready_at;
+  for (const auto& c : pods->root()["items"][0]["status"]["conditions"].GetArray())
+    if (json::string_at(c, "/type") == "Ready" && json::string_at(c, "/status") == "True")
+      ready_at = json::string_at(c, "/lastTransitionTime");
+  REQUIRE_FALSE(ready_at.empty());
+  auto worker = k.client->get(kJobs, "default", "ordered-workers-0");
+  REQUIRE(worker);
+  CHECK(json::string_at(worker->root(), "/metadata/creationTimestamp") >= ready_at);
+  // Once the workers are ready (or done) too, the startup policy has completed.
+  REQUIRE(eventually([&] { return k.has_condition(kJobSets, "ordered", "StartupPolicyCompleted"); }));
   CHECK(k.condition_message(kJobSets, "ordered", "StartupPolicyCompleted") == "in order startup policy has completed");
 }
