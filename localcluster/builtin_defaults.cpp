@@ -207,11 +207,22 @@ void default_builtin(const ResourceInfo& r, Document& d, std::mt19937_64& rng) {
     if (spec == nullptr || !spec->IsObject()) return;
     if (!spec->HasMember("completions") && !spec->HasMember("parallelism")) spec->AddMember("completions", 1, a);
     default_if_missing(*spec, "parallelism", Value(1), a);
-    default_if_missing(*spec, "backoffLimit", Value(6), a);
+    // With backoffLimitPerIndex the global limit is effectively off (math.MaxInt32).
+    const bool per_index = spec->HasMember("backoffLimitPerIndex") && !(*spec)["backoffLimitPerIndex"].IsNull();
+    default_if_missing(*spec, "backoffLimit", per_index ? Value(2147483647) : Value(6), a);
     default_if_missing(*spec, "completionMode", Value("NonIndexed"), a);
     default_if_missing(*spec, "suspend", Value(false), a);
     default_if_missing(*spec, "manualSelector", Value(false), a);
-    default_if_missing(*spec, "podReplacementPolicy", Value("TerminatingOrFailed"), a);
+    const bool failure_policy = spec->HasMember("podFailurePolicy") && (*spec)["podFailurePolicy"].IsObject();
+    default_if_missing(*spec, "podReplacementPolicy", failure_policy ? Value("Failed") : Value("TerminatingOrFailed"), a);
+    if (Value* rules = json::find(*spec, "/podFailurePolicy/rules"); rules != nullptr && rules->IsArray()) {
+      for (Value& rule : rules->GetArray()) {
+        Value* patterns = json::find(rule, "/onPodConditions");
+        if (patterns == nullptr || !patterns->IsArray()) continue;
+        for (Value& p : patterns->GetArray())
+          if (p.IsObject()) default_if_missing(p, "status", Value("True"), a);
+      }
+    }
     if (Value* ps = json::find(d.root(), "/spec/template/spec")) default_pod_spec(*ps, a);
   }
 }

@@ -1,10 +1,11 @@
 // Create and update in the memory store: the fields only the server sets (uid, timestamps,
 // generation, status on create), generateName, name and namespace rules, optimistic concurrency
 // on resourceVersion, defaulting and schema validation, finalizers of objects being deleted,
-// batch/v1 Job template immutability, and CRDs, which start serving their resources once committed.
+// batch/v1 Job validation (job_validation.h), and CRDs, which start serving their resources once committed.
 #include <algorithm>
 
 #include "localcluster/builtin_defaults.h"
+#include "localcluster/job_validation.h"
 #include "localcluster/managed_fields.h"
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
@@ -52,35 +53,6 @@ bool spec_changed(const Served& s, const Value& a, const Value& b) {
     return false;
   };
   return differs(a, b) || differs(b, a);
-}
-
-// kube-apiserver's rule for a batch/v1 Job update: the pod template is immutable, except that a
-// Job that is suspended and has never started (no status.startTime) may change its scheduling
-// directives: template labels and annotations, nodeSelector, tolerations, schedulingGates and
-// affinity.nodeAffinity (what Kueue and mpi-operator rewrite before they unsuspend a Job).
-std::vector<FieldError> job_template_update_errors(const Value& old_job, const Value& new_job) {
-  const Value* before = json::find(old_job, "/spec/template");
-  const Value* after = json::find(new_job, "/spec/template");
-  if (before == nullptr || after == nullptr) return {};
-  Document comparable = Document::copy_of(*before);
-  const bool suspended = json::get_bool(old_job, "/spec/suspend").value_or(false);
-  const bool started = json::find(old_job, "/status/startTime") != nullptr;
-  if (suspended && !started) {
-    auto take = [&](std::string_view pointer) {
-      if (const Value* v = json::find(*after, pointer)) (void)json::set(comparable, pointer, Value(*v, comparable.alloc()));
-      else json::remove(comparable, pointer);
-    };
-    for (std::string_view p : {"/metadata/labels", "/metadata/annotations", "/spec/nodeSelector", "/spec/tolerations",
-                               "/spec/schedulingGates", "/spec/affinity/nodeAffinity"})
-      take(p);
-    // An affinity left with nothing but the node affinity may go away entirely.
-    if (const Value* aff = json::find(comparable.root(), "/spec/affinity"); aff != nullptr && aff->IsObject() &&
-                                                                          aff->ObjectEmpty() &&
-                                                                          json::find(*after, "/spec/affinity") == nullptr)
-      json::remove(comparable, "/spec/affinity");
-  }
-  if (json::equal(comparable.root(), *after)) return {};
-  return {invalid_value(std::string("spec.template"), *after, "field is immutable")};
 }
 
 }  // namespace
@@ -270,6 +242,9 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
   }
   auto adm = default_and_validate(*s, obj, name, nullptr);
   if (!adm) return fail(std::move(adm).error());
+  if (s->info.group == "batch" && s->info.resource == "jobs") {
+    if (auto errs = job_create_errors(obj.root()); !errs.empty()) return fail(errors::invalid(s->info, name, errs));
+  }
   if (s->info.group.empty() && s->info.resource == "pods") {
     auto admitted = admit_pod(s->info, ns, name, obj);
     if (!admitted) return fail(std::move(admitted).error());
@@ -337,7 +312,7 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
   auto adm = default_and_validate(s, next, name, &old);
   if (!adm) return fail(std::move(adm).error());
   if (subresource.empty() && s.info.group == "batch" && s.info.resource == "jobs") {
-    if (auto errs = job_template_update_errors(old, next.root()); !errs.empty())
+    if (auto errs = job_update_errors(old, next.root()); !errs.empty())
       return fail(errors::invalid(s.info, name, errs));
   }
   std::shared_ptr<const CrdDefinition> crd;

@@ -67,6 +67,13 @@ Value already_exists_status(const framework::FrameworkDescriptor& d, std::string
   return status;
 }
 
+// A module that writes its defaults into objects itself, on the operations it names
+// (Registration::webhooks.mutate: JobSet's CREATE).
+bool persists_own_defaults(const framework::Registry& registry, const framework::FrameworkDescriptor& d) {
+  const framework::Registration* r = registry.find(d.name);
+  return r != nullptr && !r->webhooks.mutate.empty();
+}
+
 }  // namespace
 
 json::Document json_patch_diff(const Value& from, const Value& to) {
@@ -97,9 +104,13 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
                         fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(), needs.validate,
                         !needs.validate.empty()};
     if (validating.operations.empty()) validating.operations = {"CREATE", "UPDATE"};
+    // A module that persists its own defaults (needs.mutate) gets its defaulting webhook on those
+    // operations whatever --persist-defaults says.
+    const bool own_defaults = !needs.mutate.empty();
     Endpoint mutating{WebhookType::Mutating, "/mutate-" + suffix,
                       fmt::format("defaulter.{}.training-operator.kubeflow.org", id), d.resource(),
-                      {"CREATE", "UPDATE"}, shared || options_.persist_defaults};
+                      own_defaults ? needs.mutate : std::vector<std::string>{"CREATE", "UPDATE"},
+                      shared || options_.persist_defaults || own_defaults};
     endpoints_.push_back(std::move(validating));
     endpoints_.push_back(std::move(mutating));
     // Where several modules serve one kind, the version a user wrote says which module owns it.
@@ -154,7 +165,11 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
     response.AddMember("allowed", true, a);
     if (object != nullptr) {
       json::Document mutated = json::Document::copy_of(*object);
-      if (options_.persist_defaults) {
+      const auto& ops = route.endpoint->operations;
+      const bool own_defaults = persists_own_defaults(registry_, d);
+      const bool defaults_here = own_defaults ? std::find(ops.begin(), ops.end(), to_string(operation)) != ops.end()
+                                              : options_.persist_defaults;
+      if (defaults_here) {
         // The owner's defaults, in the owner's version, brought back to the version written.
         auto in_owner = in_version_of(*owner, *object);
         if (owner != route.plugin && in_owner) {
@@ -430,7 +445,8 @@ json::Document Handler::configuration_of(WebhookType type, const json::Value& cl
 bool Handler::registration_needed(std::string_view name) const {
   for (const auto& r : routes_) {
     if (r.endpoint->name != name) continue;
-    return r.endpoint->type == WebhookType::Validating || !r.fill_managed_by.empty() || options_.persist_defaults;
+    return r.endpoint->type == WebhookType::Validating || !r.fill_managed_by.empty() || options_.persist_defaults ||
+           persists_own_defaults(registry_, r.plugin->descriptor());
   }
   return false;
 }

@@ -80,7 +80,8 @@ class Handler {
   json::Document manifest_configuration(WebhookType type, const json::Value& client_config) const;
   // Whether the hook `name` (an endpoint's) must be registered for the operator to work: every
   // validating hook; a defaulting hook only where it fills managedBy (a kind several modules
-  // serve) or --webhook-persist-defaults writes defaults.
+  // serve), --webhook-persist-defaults writes defaults, or the module persists its own
+  // (Registration::webhooks.mutate).
   bool registration_needed(std::string_view name) const;
 
  private:

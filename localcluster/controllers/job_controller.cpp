@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "core/api/time.h"
+#include "localcluster/completion_indexes.h"
 #include "localcluster/controllers/controller_base.h"
+#include "localcluster/controllers/job_policies.h"
 
 namespace unitrain::localcluster::controllers {
 
@@ -22,13 +24,34 @@ constexpr std::string_view kControllerUidLabel = "batch.kubernetes.io/controller
 constexpr std::string_view kLegacyJobNameLabel = "job-name";
 constexpr std::string_view kLegacyControllerUidLabel = "controller-uid";
 constexpr std::string_view kTrackingAnnotation = "batch.kubernetes.io/job-tracking";
+constexpr std::string_view kCompletionIndexKey = "batch.kubernetes.io/job-completion-index";
+constexpr std::string_view kIndexFailureCountAnnotation = "batch.kubernetes.io/job-index-failure-count";
+constexpr std::string_view kIndexIgnoredFailureCountAnnotation = "batch.kubernetes.io/job-index-ignored-failure-count";
+constexpr std::string_view kCompletionIndexEnv = "JOB_COMPLETION_INDEX";
+// names.MaxGeneratedNameLength: a generateName longer than this is cut before the random suffix.
+constexpr size_t kMaxGeneratedNameLength = 63 - 5;
 
 constexpr std::string_view kBackoffMessage = "Job has reached the specified backoff limit";
 constexpr std::string_view kDeadlineMessage = "Job was active longer than specified deadline";
 constexpr std::string_view kCompleteMessage = "Reached expected number of succeeded pods";
+constexpr std::string_view kMaxFailedIndexesMessage = "Job has exceeded the specified maximal number of failed indexes";
+constexpr std::string_view kFailedIndexesMessage = "Job has failed indexes";
 
 std::string label_ptr(std::string_view prefix, std::string_view key) {
   return std::string(prefix) + json::escape_pointer_token(key);
+}
+
+// An annotation's value as the Job controller reads a count: strconv.Atoi, and -1 (unknown) for
+// anything that is not a non-negative int32.
+int64_t annotation_count(const Value& pod, std::string_view key) {
+  std::string_view v = str_at(pod, label_ptr("/metadata/annotations/", key));
+  if (v.empty() || v.size() > 10) return -1;
+  int64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n > 2147483647 ? -1 : n;
 }
 
 struct PodState {
@@ -37,7 +60,32 @@ struct PodState {
   bool deleting = false;
   bool ready = false;
   int64_t restarts = 0;
+  int64_t index = -1;  // the completion index annotation; -1 when absent or not a number
+  int64_t failure_count = 0, ignored_failure_count = 0;  // the per-index annotations
+  PodFailureFacts facts;  // of a Failed pod, for the pod failure policy
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// The Job's spec as the controller reads it on every sync.
+struct JobSpecView {
+  bool indexed = false;
+  int64_t completions = 0;  // Indexed only
+  std::optional<int64_t> backoff_limit_per_index, max_failed_indexes;
+  const Value* pod_failure_policy = nullptr;
+  const Value* success_policy = nullptr;
+
+  explicit JobSpecView(const Value& job) {
+    indexed = str_at(job, "/spec/completionMode") == "Indexed";
+    completions = json::get_int(job, "/spec/completions").value_or(0);
+    backoff_limit_per_index = json::get_int(job, "/spec/backoffLimitPerIndex");
+    max_failed_indexes = json::get_int(job, "/spec/maxFailedIndexes");
+    pod_failure_policy = json::find(job, "/spec/podFailurePolicy");
+    if (pod_failure_policy && !pod_failure_policy->IsObject()) pod_failure_policy = nullptr;
+    success_policy = json::find(job, "/spec/successPolicy");
+    if (success_policy && !success_policy->IsObject()) success_policy = nullptr;
+  }
+  bool per_index() const { return indexed && backoff_limit_per_index.has_value(); }
+  bool valid_index(int64_t i) const { return !indexed || (i >= 0 && i < completions); }
 };
 
 struct JobState {
@@ -49,6 +97,11 @@ struct JobState {
   // Terminal pods seen since the last status write; counted at the event, so a pod that ends and
   // disappears within one batch of events is still counted.
   int64_t new_succeeded = 0, new_failed = 0;
+  CompletionIndexes new_succeeded_indexes, new_failed_indexes;
+  // Per index (backoffLimitPerIndex): the failure counts the next pod of the index carries.
+  std::map<int64_t, int64_t> index_failures, index_ignored_failures;
+  // The first failed pod that matched a FailJob rule of the pod failure policy.
+  std::string fail_job_message;
   EventLoop::TimerId deadline_timer = 0, ttl_timer = 0;
 };
 
@@ -97,15 +150,11 @@ struct JobController::Impl {
         j.pods = std::move(e->second);
         early_pods.erase(e);
       }
+      j.obj = json::Document::copy_of(obj);
       // A Job that already counted pods (a restart over a persisted store) has counted these.
       bool has_counts = json::get_int(obj, "/status/succeeded").value_or(0) > 0 ||
                         json::get_int(obj, "/status/failed").value_or(0) > 0;
-      for (const auto& [puid, p] : j.pods) {
-        if (has_counts && p.terminal())
-          j.counted.insert(puid);
-        else
-          account(j, puid, p, false);
-      }
+      for (const auto& [puid, p] : j.pods) account(j, puid, p, false, !(has_counts && p.terminal()));
     }
     job_uid_by_key[key] = uid;
     j.obj = json::Document::copy_of(obj);
@@ -129,20 +178,44 @@ struct JobController::Impl {
     p.deleting = json::find(pod, "/metadata/deletionTimestamp") != nullptr;
     const Value* c = find_condition(pod, "/status/conditions", "Ready");
     p.ready = c && str_at(*c, "/status") == "True";
+    p.index = annotation_count(pod, kCompletionIndexKey);
+    p.failure_count = std::max<int64_t>(annotation_count(pod, kIndexFailureCountAnnotation), 0);
+    p.ignored_failure_count = std::max<int64_t>(annotation_count(pod, kIndexIgnoredFailureCountAnnotation), 0);
+    if (p.phase == "Failed") p.facts = pod_failure_facts(pod);
     for (const char* ptr : {"/status/containerStatuses", "/status/initContainerStatuses"})
       if (const Value* cs = json::find(pod, ptr); cs && cs->IsArray())
         for (const auto& s : cs->GetArray()) p.restarts += json::get_int(s, "/restartCount").value_or(0);
     return p;
   }
 
-  static void account(JobState& j, const std::string& puid, const PodState& p, bool gone) {
+  // Counts a pod that ended (or vanished). `totals` false: the Job's status already counts it (a
+  // restart over a persisted store); only what the next pods of its index need is remembered.
+  static void account(JobState& j, const std::string& puid, const PodState& p, bool gone, bool totals = true) {
     if (j.counted.count(puid)) return;
+    const JobSpecView spec(j.obj.root());
     if (p.phase == "Succeeded") {
       j.counted.insert(puid);
-      ++j.new_succeeded;
+      if (!totals) return;
+      if (!spec.indexed)
+        ++j.new_succeeded;
+      else if (spec.valid_index(p.index))
+        j.new_succeeded_indexes.add(p.index);
     } else if (p.phase == "Failed" || gone) {
       j.counted.insert(puid);
-      if (!j.deleted_by_us.count(puid)) ++j.new_failed;
+      // Pods deleted for suspend or scale-down, and pods without a valid index, never count.
+      if (j.deleted_by_us.count(puid) || !spec.valid_index(p.index)) return;
+      FailureMatch m;
+      if (p.phase == "Failed") m = match_pod_failure_policy(spec.pod_failure_policy, p.facts);
+      if (spec.per_index()) {
+        int64_t& next = m.counts() ? j.index_failures[p.index] : j.index_ignored_failures[p.index];
+        next = std::max(next, (m.counts() ? p.failure_count : p.ignored_failure_count) + 1);
+      }
+      if (!totals) return;
+      if (m.action == FailureAction::FailJob && j.fail_job_message.empty()) j.fail_job_message = m.fail_job_message;
+      if (m.counts()) ++j.new_failed;
+      if (spec.per_index() && (m.action == FailureAction::FailIndex ||
+                               (m.counts() && p.failure_count >= *spec.backoff_limit_per_index)))
+        j.new_failed_indexes.add(p.index);
     }
   }
 
@@ -196,11 +269,13 @@ struct JobController::Impl {
       } else if (!json::find(r, "/spec/parallelism")) {
         (void)json::set_int(d, "/spec/parallelism", 1);
       }
-      if (!json::find(r, "/spec/backoffLimit")) (void)json::set_int(d, "/spec/backoffLimit", 6);
+      if (!json::find(r, "/spec/backoffLimit"))
+        (void)json::set_int(d, "/spec/backoffLimit", json::find(r, "/spec/backoffLimitPerIndex") ? 2147483647 : 6);
       if (!json::find(r, "/spec/completionMode")) (void)json::set_string(d, "/spec/completionMode", "NonIndexed");
       if (!json::find(r, "/spec/suspend")) (void)json::set_bool(d, "/spec/suspend", false);
       if (!json::find(r, "/spec/podReplacementPolicy"))
-        (void)json::set_string(d, "/spec/podReplacementPolicy", "TerminatingOrFailed");
+        (void)json::set_string(d, "/spec/podReplacementPolicy",
+                               json::find(r, "/spec/podFailurePolicy") ? "Failed" : "TerminatingOrFailed");
       if (!json::get_bool(r, "/spec/manualSelector").value_or(false)) {
         if (!json::find(r, "/spec/selector"))
           (void)json::set_string(d, label_ptr("/spec/selector/matchLabels/", kControllerUidLabel), j.uid);
@@ -228,12 +303,49 @@ struct JobController::Impl {
     if (store.remove(*pods_r, j.ns, p.name, req)) p.deleting = true;
   }
 
-  bool create_pod(JobState& j) {
+  // The generateName of index `index`'s pods: `<job>-<index>-`, the job name cut so that the whole
+  // stays within the generated-name limit.
+  static std::string indexed_generate_name(const std::string& job, int64_t index) {
+    std::string suffix = "-" + std::to_string(index) + "-";
+    std::string prefix = job + suffix;
+    if (prefix.size() > kMaxGeneratedNameLength) prefix = prefix.substr(0, kMaxGeneratedNameLength - suffix.size()) + suffix;
+    return prefix;
+  }
+
+  // JOB_COMPLETION_INDEX from the pod's completion-index label, appended to every container and
+  // init container that does not set it already.
+  static void add_completion_index_env(json::Document& pod) {
+    auto& a = pod.alloc();
+    for (const char* list : {"/spec/initContainers", "/spec/containers"}) {
+      Value* cs = json::find(pod.root(), list);
+      if (!cs || !cs->IsArray()) continue;
+      for (auto& c : cs->GetArray()) {
+        if (!c.IsObject()) continue;
+        if (!c.HasMember("env") || !c["env"].IsArray()) {
+          c.RemoveMember("env");
+          c.AddMember("env", Value(rapidjson::kArrayType), a);
+        }
+        Value& env = c["env"];
+        bool present = false;
+        for (const auto& e : env.GetArray())
+          if (str_at(e, "/name") == kCompletionIndexEnv) present = true;
+        if (present) continue;
+        auto var = json::Document::object();
+        (void)json::set_string(var, "/name", kCompletionIndexEnv);
+        (void)json::set_string(var, "/valueFrom/fieldRef/fieldPath",
+                               fmt::format("metadata.labels['{}']", kCompletionIndexKey));
+        env.PushBack(json::clone(var.root(), a), a);
+      }
+    }
+  }
+
+  // `index` -1: a NonIndexed Job's pod.
+  bool create_pod(JobState& j, int64_t index = -1) {
     const Value& job = j.obj.root();
     auto pod = json::Document::object();
     (void)json::set_string(pod, "/apiVersion", "v1");
     (void)json::set_string(pod, "/kind", "Pod");
-    (void)json::set_string(pod, "/metadata/generateName", j.name + "-");
+    (void)json::set_string(pod, "/metadata/generateName", index < 0 ? j.name + "-" : indexed_generate_name(j.name, index));
     (void)json::set_string(pod, "/metadata/namespace", j.ns);
     if (const Value* l = json::find(job, "/spec/template/metadata/labels"); l && l->IsObject())
       (void)json::set(pod, "/metadata/labels", json::clone(*l, pod.alloc()));
@@ -257,6 +369,21 @@ struct JobController::Impl {
     (void)json::set(pod, "/metadata/ownerReferences", std::move(refs));
     if (const Value* spec = json::find(job, "/spec/template/spec"))
       (void)json::set(pod, "/spec", json::clone(*spec, pod.alloc()));
+    if (index >= 0) {
+      std::string ix = std::to_string(index);
+      (void)json::set_string(pod, label_ptr("/metadata/annotations/", kCompletionIndexKey), ix);
+      (void)json::set_string(pod, label_ptr("/metadata/labels/", kCompletionIndexKey), ix);
+      (void)json::set_string(pod, "/spec/hostname", j.name + "-" + ix);
+      add_completion_index_env(pod);
+      if (JobSpecView(job).per_index()) {
+        auto failures = j.index_failures.find(index);
+        (void)json::set_string(pod, label_ptr("/metadata/annotations/", kIndexFailureCountAnnotation),
+                               std::to_string(failures == j.index_failures.end() ? 0 : failures->second));
+        if (auto ignored = j.index_ignored_failures.find(index); ignored != j.index_ignored_failures.end() && ignored->second > 0)
+          (void)json::set_string(pod, label_ptr("/metadata/annotations/", kIndexIgnoredFailureCountAnnotation),
+                                 std::to_string(ignored->second));
+      }
+    }
     auto created = store.create(*pods_r, j.ns, std::move(pod));
     if (!created) return false;
     std::string puid(str_at(created->root(), "/metadata/uid"));
@@ -309,11 +436,69 @@ struct JobController::Impl {
     conds->PushBack(make_condition(st, type, status, reason, message, now), a);
   }
 
+  // Creates and deletes pods toward min(parallelism, completions left). An Indexed Job creates the
+  // lowest indexes that are neither succeeded, failed, nor running (nor terminating under
+  // podReplacementPolicy Failed), and first deletes pods with a repeated or out-of-range index.
+  void manage_pods(JobState& j, const JobSpecView& spec, int64_t parallelism, std::optional<int64_t> completions,
+                   int64_t succeeded, const CompletionIndexes& succeeded_indexes,
+                   const CompletionIndexes& failed_indexes, bool replace_only_failed) {
+    std::vector<std::string> active;
+    int64_t terminating = 0;
+    CompletionIndexes busy = succeeded_indexes;
+    busy.add(failed_indexes);
+    for (const auto& [puid, p] : j.pods) {
+      if (p.terminal()) continue;
+      if (p.deleting) {
+        ++terminating;
+        if (replace_only_failed && p.index >= 0) busy.add(p.index);
+        continue;
+      }
+      active.push_back(puid);
+    }
+    if (spec.indexed) {
+      // Repeated and invalid indexes go first; the pod kept for an index is the first seen.
+      std::set<int64_t> seen;
+      std::vector<std::string> kept;
+      for (const auto& puid : active) {
+        PodState& p = j.pods[puid];
+        if (!spec.valid_index(p.index) || !seen.insert(p.index).second)
+          delete_pod(j, puid, p);
+        else
+          kept.push_back(puid);
+      }
+      if (kept.size() != active.size()) return;  // deletions only, this round (as upstream)
+      for (const auto& puid : active) busy.add(j.pods[puid].index);
+    }
+    int64_t want = completions ? std::min(parallelism, std::max<int64_t>(*completions - succeeded, 0))
+                               : (succeeded > 0 ? 0 : parallelism);
+    int64_t have = static_cast<int64_t>(active.size()) + (replace_only_failed ? terminating : 0);
+    if (static_cast<int64_t>(active.size()) > want) {
+      for (int64_t i = 0; i < static_cast<int64_t>(active.size()) - want; ++i) {
+        const auto& puid = active[active.size() - 1 - static_cast<size_t>(i)];
+        delete_pod(j, puid, j.pods[puid]);
+      }
+      return;
+    }
+    int64_t missing = want - have;
+    if (!spec.indexed) {
+      for (int64_t i = 0; i < missing; ++i)
+        if (!create_pod(j)) break;
+      return;
+    }
+    for (int64_t index = 0; index < spec.completions && missing > 0; ++index) {
+      if (busy.has(index)) continue;
+      if (!create_pod(j, index)) break;
+      --missing;
+    }
+  }
+
   void sync(const std::string& uid) {
     auto jit = jobs.find(uid);
     if (jit == jobs.end()) return;
     JobState& j = jit->second;
     if (json::find(j.obj.root(), "/metadata/deletionTimestamp")) return;
+    // A Job another controller manages (spec.managedBy, e.g. MultiKueue) is left to it.
+    if (auto by = str_at(j.obj.root(), "/spec/managedBy"); !by.empty() && by != "kubernetes.io/job-controller") return;
     if (default_spec(j)) return;
     const Value& job = j.obj.root();  // after default_spec, which may replace j.obj
 
@@ -332,7 +517,18 @@ struct JobController::Impl {
     bool replace_only_failed = str_at(job, "/spec/podReplacementPolicy") == "Failed";
     bool on_failure = str_at(job, "/spec/template/spec/restartPolicy") == "OnFailure";
 
+    const JobSpecView spec(job);
+    CompletionIndexes succeeded_indexes, failed_indexes;
     int64_t succeeded = json::get_int(st.root(), "/succeeded").value_or(0) + j.new_succeeded;
+    if (spec.indexed) {
+      succeeded_indexes = CompletionIndexes::parse_lenient(str_at(st.root(), "/completedIndexes"), spec.completions);
+      succeeded_indexes.add(j.new_succeeded_indexes);
+      succeeded = succeeded_indexes.total();
+    }
+    if (spec.per_index()) {
+      failed_indexes = CompletionIndexes::parse_lenient(str_at(st.root(), "/failedIndexes"), spec.completions);
+      failed_indexes.add(j.new_failed_indexes);
+    }
     int64_t failed = json::get_int(st.root(), "/failed").value_or(0) + j.new_failed;
     // Pods gone from the store no longer need their uid remembered.
     for (auto* uids : {&j.counted, &j.deleted_by_us})
@@ -366,8 +562,9 @@ struct JobController::Impl {
       j.deadline_timer = 0;
     }
 
-    if (!finished && !suspend && !condition_true(st.root(), "FailureTarget") &&
-        !condition_true(st.root(), "SuccessCriteriaMet")) {
+    // The Job's end, in kube-controller-manager's order: a FailJob rule, the backoff limit, the
+    // deadline, the per-index limits, the success policy, then the completions.
+    if (!finished && !condition_true(st.root(), "FailureTarget") && !condition_true(st.root(), "SuccessCriteriaMet")) {
       bool backoff = failed > backoff_limit;
       if (!backoff && on_failure) {
         int64_t restarts = 0;
@@ -376,7 +573,7 @@ struct JobController::Impl {
         backoff = backoff_limit == 0 ? restarts > 0 : restarts >= backoff_limit;
       }
       bool past_deadline = false;
-      if (deadline) {
+      if (deadline && !suspend) {
         auto start = api::parse_time(str_at(st.root(), "/startTime"));
         if (start) {
           auto due = *start + std::chrono::seconds(*deadline);
@@ -392,11 +589,22 @@ struct JobController::Impl {
           }
         }
       }
-      if (backoff || past_deadline) {
-        std::string_view reason = past_deadline ? "DeadlineExceeded" : "BackoffLimitExceeded";
-        std::string_view message = past_deadline ? kDeadlineMessage : kBackoffMessage;
-        set_condition(st, "FailureTarget", "True", reason, message, now);
-      } else {
+      std::optional<std::string> success_message;
+      if (spec.indexed) success_message = match_success_policy(spec.success_policy, spec.completions, succeeded_indexes);
+      if (!j.fail_job_message.empty()) {
+        set_condition(st, "FailureTarget", "True", "PodFailurePolicy", j.fail_job_message, now);
+      } else if (backoff) {
+        set_condition(st, "FailureTarget", "True", "BackoffLimitExceeded", kBackoffMessage, now);
+      } else if (past_deadline) {
+        set_condition(st, "FailureTarget", "True", "DeadlineExceeded", kDeadlineMessage, now);
+      } else if (spec.per_index() && spec.max_failed_indexes && failed_indexes.total() > *spec.max_failed_indexes) {
+        set_condition(st, "FailureTarget", "True", "MaxFailedIndexesExceeded", kMaxFailedIndexesMessage, now);
+      } else if (spec.per_index() && failed_indexes.total() > 0 &&
+                 failed_indexes.total() + succeeded_indexes.total() >= spec.completions) {
+        set_condition(st, "FailureTarget", "True", "FailedIndexes", kFailedIndexesMessage, now);
+      } else if (success_message) {
+        set_condition(st, "SuccessCriteriaMet", "True", "SuccessPolicy", *success_message, now);
+      } else if (!suspend) {
         bool done = completions ? succeeded >= *completions : (succeeded > 0 && active_pods().empty());
         if (done) set_condition(st, "SuccessCriteriaMet", "True", "CompletionsReached", kCompleteMessage, now);
       }
@@ -411,33 +619,16 @@ struct JobController::Impl {
       for (const auto& [puid, p] : j.pods)
         if (!p.terminal()) pods_left = true;
       if (!pods_left) {
-        if (failing) {
-          const Value* ft = find_condition(st.root(), "/conditions", "FailureTarget");
-          std::string reason(str_at(*ft, "/reason")), message(str_at(*ft, "/message"));
-          set_condition(st, "Failed", "True", reason, message, now);
-        } else {
-          set_condition(st, "Complete", "True", "CompletionsReached", kCompleteMessage, now);
-          (void)json::set_string(st, "/completionTime", now);
-        }
+        const Value* target = find_condition(st.root(), "/conditions", failing ? "FailureTarget" : "SuccessCriteriaMet");
+        std::string reason(str_at(*target, "/reason")), message(str_at(*target, "/message"));
+        set_condition(st, failing ? "Failed" : "Complete", "True", reason, message, now);
+        if (!failing) (void)json::set_string(st, "/completionTime", now);
         finished = true;
         if (j.deadline_timer) loop.cancel(j.deadline_timer);
         j.deadline_timer = 0;
       }
     } else if (!finished && !suspend) {
-      int64_t active = static_cast<int64_t>(active_pods().size());
-      int64_t terminating = 0;
-      for (const auto& [puid, p] : j.pods)
-        if (p.deleting && !p.terminal()) ++terminating;
-      int64_t want = completions ? std::min(parallelism, std::max<int64_t>(*completions - succeeded, 0))
-                                 : (succeeded > 0 ? 0 : parallelism);
-      int64_t have = active + (replace_only_failed ? terminating : 0);
-      for (int64_t i = have; i < want; ++i)
-        if (!create_pod(j)) break;
-      if (have > want) {
-        auto act = active_pods();
-        for (int64_t i = 0; i < have - want && i < static_cast<int64_t>(act.size()); ++i)
-          delete_pod(j, act[act.size() - 1 - static_cast<size_t>(i)], j.pods[act[act.size() - 1 - static_cast<size_t>(i)]]);
-      }
+      manage_pods(j, spec, parallelism, completions, succeeded, succeeded_indexes, failed_indexes, replace_only_failed);
     } else if (finished) {
       delete_active(true);
     }
@@ -463,6 +654,13 @@ struct JobController::Impl {
     set_count("/failed", failed, true);
     set_count("/ready", ready, false);
     set_count("/terminating", terminating, false);
+    if (spec.indexed) {
+      if (succeeded_indexes.empty())
+        json::remove(st, "/completedIndexes");
+      else
+        (void)json::set_string(st, "/completedIndexes", succeeded_indexes.str());
+    }
+    if (spec.per_index()) (void)json::set_string(st, "/failedIndexes", failed_indexes.str());
     if (!json::find(st.root(), "/uncountedTerminatedPods"))
       (void)json::set(st, "/uncountedTerminatedPods", Value(rapidjson::kObjectType));
 
@@ -475,6 +673,8 @@ struct JobController::Impl {
       if (auto r = store.patch(*jobs_r, j.ns, j.name, PatchKind::Merge, body.dump(), "status")) {
         j.obj = std::move(*r);
         j.new_succeeded = j.new_failed = 0;
+        j.new_succeeded_indexes = CompletionIndexes();
+        j.new_failed_indexes = CompletionIndexes();
       }
     }
     if (finished) schedule_ttl(j, st.root());

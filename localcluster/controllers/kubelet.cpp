@@ -454,6 +454,11 @@ struct Kubelet::Impl {
       Value conds(rapidjson::kArrayType);
       conds.PushBack(condition(st, "Ready", false, "NodeLost", now), st.alloc());
       conds.PushBack(condition(st, "ContainersReady", false, "NodeLost", now), st.alloc());
+      // What the taint eviction controller adds to the pods it removes from an unreachable node
+      // (the condition Jobs' podFailurePolicy rules match on).
+      Value disruption = condition(st, "DisruptionTarget", true, "DeletionByTaintManager", now);
+      disruption.AddMember("message", "Taint manager: deleting due to NoExecute taint", st.alloc());
+      conds.PushBack(disruption, st.alloc());
       (void)json::set(st, "/status/conditions", std::move(conds));
       (void)store.patch(*pods_r, p.ns, p.name, PatchKind::Strategic, st.dump(), "status");
     }

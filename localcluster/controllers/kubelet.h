@@ -12,7 +12,8 @@
 //                                   same name (in memory, for the kubelet's lifetime); pods
 //                                   made from a generateName (a Job's) share the count of
 //                                   namespace/generateName, so a Job's replacement pods see
-//                                   the failures of the ones before
+//                                   the failures of the ones before (an Indexed Job's pods:
+//                                   those of the same index, `<job>-<index>-`)
 //   sim.unitrain.io/ready-after     delay between container start and Ready=True
 //   sim.unitrain.io/start-delay     how long the containers stay ContainerCreating (image pull)
 //   sim.unitrain.io/log             lines every container prints when it starts (`kubectl logs`)
@@ -30,7 +31,8 @@
 // containers end with exit code 143 (SIGTERM), then it is removed with grace period 0.
 // Node failure: when a node's Ready condition stops being True (e.g. a test patches node
 // status), after node_lost_grace its non-terminal pods become phase Failed with reason NodeLost
-// (a terminal phase, so controllers replace them; Kubernetes' eviction also ends them).
+// (a terminal phase, so controllers replace them; Kubernetes' eviction also ends them) and the
+// condition DisruptionTarget=True (reason DeletionByTaintManager) that eviction adds.
 // Manual mode changes no pod phases; it still completes graceful deletions so deletes finish.
 #pragma once
 

@@ -2,7 +2,9 @@
 # kubectl v1.32 against build/bin/localcluster with its controllers: a batch/v1 Job whose pods
 # fail twice (sim.unitrain.io/fail-times: "2") completes with backoffLimit 3 and ends Failed with
 # reason BackoffLimitExceeded with backoffLimit 1; a restart of the cluster with --state-dir
-# (SIGHUP, then POST /unitrain/restart) keeps both Jobs and their status.
+# (SIGHUP, then POST /unitrain/restart) keeps both Jobs and their status; an Indexed Job
+# (kubectl create -f, kubectl wait --for=condition=complete) with its per-index pods; kube-apiserver's
+# refusal of invalid Jobs.
 # Usage: batch_job_e2e.sh LOCALCLUSTER_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,6 +73,67 @@ jobs=$(k get jobs)
 echo "$jobs"
 grep -Eq '^flaky +(Complete +)?1/1 ' <<<"$jobs" || die "get jobs row for flaky: $jobs"
 grep -Eq '^doomed +(Failed +)?0/1 ' <<<"$jobs" || die "get jobs row for doomed: $jobs"
+
+step "an Indexed Job from kubectl create -f completes with one pod per index"
+cat >"$work/indexed.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: indexed
+spec:
+  completionMode: Indexed
+  completions: 3
+  parallelism: 3
+  template:
+    metadata:
+      annotations:
+        sim.unitrain.io/duration: 200ms
+    spec:
+      restartPolicy: Never
+      subdomain: indexed
+      containers:
+      - name: main
+        image: busybox:1.36
+YAML
+out=$(k create -f "$work/indexed.yaml") && [[ $out == *"job.batch/indexed created"* ]] || die "create of indexed: $out"
+out=$(k wait --for=condition=complete job/indexed --timeout=60s) && [[ $out == *"condition met"* ]] ||
+  die "indexed did not complete: $out"
+got=$(k get job indexed -o jsonpath='{.status.completedIndexes}/{.status.succeeded}')
+[[ $got == 0-2/3 ]] || die "indexed completedIndexes/succeeded = $got, want 0-2/3"
+hosts=$(k get pods -l batch.kubernetes.io/job-name=indexed \
+  -o jsonpath='{range .items[*]}{.metadata.labels.batch\.kubernetes\.io/job-completion-index}={.metadata.annotations.batch\.kubernetes\.io/job-completion-index}={.spec.hostname}.{.spec.subdomain}{"\n"}{end}' | sort | tr '\n' ' ')
+[[ $hosts == "0=0=indexed-0.indexed 1=1=indexed-1.indexed 2=2=indexed-2.indexed " ]] ||
+  die "indexed pods' index label=annotation=hostname.subdomain: $hosts"
+env_ref=$(k get pods -l batch.kubernetes.io/job-name=indexed \
+  -o jsonpath='{.items[0].spec.containers[0].env[?(@.name=="JOB_COMPLETION_INDEX")].valueFrom.fieldRef.fieldPath}')
+[[ $env_ref == "metadata.labels['batch.kubernetes.io/job-completion-index']" ]] || die "JOB_COMPLETION_INDEX from: '$env_ref'"
+names=$(k get pods -l job-name=indexed -o name)
+[[ -n $names ]] && ! grep -Evq '^pod/indexed-[0-2]-[a-z0-9]{5}$' <<<"$names" || die "pod names are not <job>-<index>-<5 chars>: $names"
+
+step "kube-apiserver's refusals: Indexed without completions, podFailurePolicy without restartPolicy Never"
+out=$(k create -f - 2>&1 <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: bad
+spec:
+  completionMode: Indexed
+  parallelism: 2
+  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {operator: In, values: [42]}
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - name: main
+        image: busybox:1.36
+YAML
+) && die "an invalid Job was accepted: $out"
+[[ $out == *'The Job "bad" is invalid'* && $out == *'spec.completions: Required value: when completion mode is Indexed'* &&
+   $out == *'spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified'* ]] ||
+  die "refusal of bad: $out"
 
 step "a restart (SIGHUP) with --state-dir keeps the Jobs and their status"
 kill -HUP "$CLUSTER_PID"

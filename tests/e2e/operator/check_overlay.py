@@ -87,9 +87,10 @@ if WEBHOOKS[overlay]:
              "mutate": one("MutatingWebhookConfiguration", "defaulter.training-operator.kubeflow.org")}
     for plural, crd in crds.items():
         kind = crd["spec"]["names"]["kind"].lower()
+        group = crd["spec"]["group"].replace(".", "-")
         for v in (v["name"] for v in crd["spec"]["versions"] if v.get("served")):
             for verb, config in hooks.items():
-                path = f"/{verb}-kubeflow-org-{v}-{kind}"
+                path = f"/{verb}-{group}-{v}-{kind}"
                 match = [h for h in config.get("webhooks", [])
                          if h["clientConfig"].get("service", {}).get("path") == path
                          and any(plural in r["resources"] and v in r["apiVersions"] and "CREATE" in r["operations"]

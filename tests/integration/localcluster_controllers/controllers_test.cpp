@@ -250,6 +250,8 @@ TEST_CASE("a NotReady node loses its running pods after the grace period", "[kub
   REQUIRE(patched);
   REQUIRE(eventually([&] { return env.str(env.pods, "onnode", "/status/phase") == "Failed"; }));
   CHECK(env.str(env.pods, "onnode", "/status/reason") == "NodeLost");
+  CHECK(env.condition(env.pods, "onnode", "DisruptionTarget") == "True");
+  CHECK(env.condition(env.pods, "onnode", "DisruptionTarget", "/reason") == "DeletionByTaintManager");
   // The scheduler no longer places pods there.
   env.create(env.pods, pod_json("later", R"("sim.unitrain.io/duration":"1h")"));
   REQUIRE(eventually([&] { return env.condition(env.pods, "later", "PodScheduled", "/reason") == "Unschedulable"; }));
@@ -675,6 +677,218 @@ TEST_CASE("Job podReplacementPolicy decides whether terminating pods are replace
     }
     CHECK(json::get_int(env.get(env.jobs, "repl")->root(), "/status/failed").value_or(0) <= 1);
   }
+}
+
+namespace {
+
+// An Indexed Job of `completions` pods; `spec_extra` and `annotations` as in job_json.
+std::string indexed_job_json(const std::string& name, int completions, const std::string& spec_extra,
+                             const std::string& annotations) {
+  return fmt::format(
+      R"({{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"{}"}},
+          "spec":{{"completionMode":"Indexed","completions":{},{}"template":{{"metadata":{{"annotations":{{{}}}}},
+          "spec":{{"restartPolicy":"Never","subdomain":"workers",
+                   "initContainers":[{{"name":"init","image":"busybox"}}],
+                   "containers":[{{"name":"main","image":"trainer:1","env":[{{"name":"A","value":"1"}}]}}]}}}}}}}})",
+      name, completions, spec_extra, annotations);
+}
+
+int64_t job_int(Env& env, std::string_view name, std::string_view pointer) {
+  auto j = env.get(env.jobs, name);
+  return j ? json::get_int(j->root(), pointer).value_or(0) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("Indexed Job: one pod per index with its annotation, label, hostname and JOB_COMPLETION_INDEX", "[job][indexed]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, indexed_job_json("idx", 3, R"("parallelism":3,)", R"("sim.unitrain.io/duration":"100ms")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "idx", "Complete") == "True"; }));
+  auto done = *env.get(env.jobs, "idx");
+  CHECK(str_at(done.root(), "/status/completedIndexes") == "0-2");
+  CHECK(json::get_int(done.root(), "/status/succeeded") == 3);
+  CHECK(json::find(done.root(), "/status/failedIndexes") == nullptr);  // no backoffLimitPerIndex
+  CHECK(condition_types(done) == std::vector<std::string>{"SuccessCriteriaMet", "Complete"});
+  CHECK(env.condition(env.jobs, "idx", "Complete", "/reason") == "CompletionsReached");
+
+  auto pods = env.list(env.pods, "batch.kubernetes.io/job-name=idx");
+  REQUIRE(pods.size() == 3);
+  std::set<std::string> indexes;
+  for (const auto& pod : pods) {
+    const auto& p = pod.root();
+    std::string ix(str_at(p, "/metadata/annotations/batch.kubernetes.io~1job-completion-index"));
+    indexes.insert(ix);
+    CHECK(str_at(p, "/metadata/labels/batch.kubernetes.io~1job-completion-index") == ix);
+    std::string name(str_at(p, "/metadata/name"));
+    CHECK(name.starts_with("idx-" + ix + "-"));
+    CHECK(name.size() == ("idx-" + ix + "-").size() + 5);
+    CHECK(str_at(p, "/spec/hostname") == "idx-" + ix);
+    CHECK(str_at(p, "/spec/subdomain") == "workers");
+    for (const char* list : {"/spec/containers/0/env", "/spec/initContainers/0/env"}) {
+      const json::Value* env_list = json::find(p, list);
+      REQUIRE(env_list);
+      const auto& last = (*env_list)[env_list->Size() - 1];
+      CHECK(str_at(last, "/name") == "JOB_COMPLETION_INDEX");
+      CHECK(str_at(last, "/valueFrom/fieldRef/fieldPath") == "metadata.labels['batch.kubernetes.io/job-completion-index']");
+    }
+    CHECK(str_at(p, "/spec/containers/0/env/0/name") == "A");  // the template's own env stays first
+  }
+  CHECK(indexes == std::set<std::string>{"0", "1", "2"});
+}
+
+TEST_CASE("Indexed Job with parallelism 1 runs its indexes in order and retries a failed index", "[job][indexed]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  // fail-times counts per generateName, so each index's first pod fails once.
+  env.create(env.jobs, indexed_job_json("seq", 3, R"("parallelism":1,"backoffLimit":5,)",
+                                        R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"1")"));
+  int max_active = 0;
+  REQUIRE(eventually([&] {
+    max_active = std::max<int>(max_active, static_cast<int>(job_int(env, "seq", "/status/active")));
+    return env.condition(env.jobs, "seq", "Complete") == "True";
+  }));
+  CHECK(max_active <= 1);
+  CHECK(job_int(env, "seq", "/status/failed") == 3);
+  CHECK(env.str(env.jobs, "seq", "/status/completedIndexes") == "0-2");
+  CHECK(env.list(env.pods, "job-name=seq").size() == 6);
+}
+
+TEST_CASE("podFailurePolicy FailJob on an exit code fails the Job with the rule's message", "[job][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("fatal", R"("backoffLimit":6,"podFailurePolicy":{"rules":[
+      {"action":"Ignore","onExitCodes":{"operator":"In","values":[43]}},
+      {"action":"FailJob","onExitCodes":{"containerName":"main","operator":"In","values":[42]}}]},)",
+                                R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"1","sim.unitrain.io/fail-exit-code":"42")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "fatal", "Failed") == "True"; }));
+  auto done = *env.get(env.jobs, "fatal");
+  CHECK(condition_types(done) == std::vector<std::string>{"FailureTarget", "Failed"});
+  auto pods = env.list(env.pods, "job-name=fatal");
+  REQUIRE(pods.size() == 1);
+  std::string message = fmt::format("Container main for pod default/{} failed with exit code 42 matching FailJob rule at index 1",
+                                    str_at(pods[0].root(), "/metadata/name"));
+  CHECK(env.condition(env.jobs, "fatal", "Failed", "/reason") == "PodFailurePolicy");
+  CHECK(env.condition(env.jobs, "fatal", "Failed", "/message") == message);
+  CHECK(env.condition(env.jobs, "fatal", "FailureTarget", "/message") == message);
+  CHECK(json::get_int(done.root(), "/status/failed") == 1);
+  CHECK(str_at(done.root(), "/spec/podReplacementPolicy") == "Failed");
+}
+
+TEST_CASE("podFailurePolicy Ignore: failures it matches do not count against backoffLimit", "[job][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, job_json("shrug", R"("backoffLimit":0,"podFailurePolicy":{"rules":[
+      {"action":"Ignore","onExitCodes":{"operator":"In","values":[43]}}]},)",
+                                R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2","sim.unitrain.io/fail-exit-code":"43")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "shrug", "Complete") == "True"; }));
+  CHECK(json::find(env.get(env.jobs, "shrug")->root(), "/status/failed") == nullptr);
+  CHECK(env.list(env.pods, "job-name=shrug").size() == 3);
+}
+
+TEST_CASE("podFailurePolicy on the DisruptionTarget condition: a pod lost with its node is not counted", "[job][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env, 2));
+  env.create(env.jobs, job_json("evicted", R"("backoffLimit":0,"podFailurePolicy":{"rules":[
+      {"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]},)",
+                                R"("sim.unitrain.io/duration":"3s")"));
+  std::string node;
+  REQUIRE(eventually([&] {
+    auto pods = env.list(env.pods, "job-name=evicted");
+    if (pods.size() != 1 || str_at(pods[0].root(), "/status/phase") != "Running") return false;
+    node = std::string(str_at(pods[0].root(), "/spec/nodeName"));
+    return true;
+  }));
+  REQUIRE(env.store->patch(env.nodes, "", node, PatchKind::Strategic,
+                           R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeStatusUnknown"}]}})",
+                           "status"));
+  // The lost pod is replaced on the other node and the Job completes: backoffLimit 0 never fired.
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "evicted", "Complete") == "True"; }));
+  CHECK(json::find(env.get(env.jobs, "evicted")->root(), "/status/failed") == nullptr);
+  CHECK(env.list(env.pods, "job-name=evicted").size() == 2);
+}
+
+TEST_CASE("backoffLimitPerIndex: each index retries on its own, exhausted indexes fail the Job", "[job][indexed][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  std::string flaky = R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"1")";
+  SECTION("one retry per index is enough") {
+    env.create(env.jobs, indexed_job_json("retry", 3, R"("parallelism":3,"backoffLimitPerIndex":1,)", flaky));
+    REQUIRE(eventually([&] { return env.condition(env.jobs, "retry", "Complete") == "True"; }));
+    auto done = *env.get(env.jobs, "retry");
+    CHECK(json::get_int(done.root(), "/status/failed") == 3);
+    CHECK(str_at(done.root(), "/status/completedIndexes") == "0-2");
+    CHECK(str_at(done.root(), "/status/failedIndexes").empty());
+    CHECK(json::find(done.root(), "/status/failedIndexes") != nullptr);
+    // The replacement of each index carries the failures before it.
+    std::multiset<std::string> counts;
+    for (const auto& p : env.list(env.pods, "job-name=retry"))
+      counts.insert(std::string(str_at(p.root(), "/metadata/annotations/batch.kubernetes.io~1job-index-failure-count")));
+    CHECK(counts == std::multiset<std::string>{"0", "0", "0", "1", "1", "1"});
+  }
+  SECTION("no retry: every index fails, reason FailedIndexes") {
+    env.create(env.jobs, indexed_job_json("none", 3, R"("parallelism":3,"backoffLimitPerIndex":0,)", flaky));
+    REQUIRE(eventually([&] { return env.condition(env.jobs, "none", "Failed") == "True"; }));
+    CHECK(env.condition(env.jobs, "none", "Failed", "/reason") == "FailedIndexes");
+    CHECK(env.condition(env.jobs, "none", "Failed", "/message") == "Job has failed indexes");
+    CHECK(env.str(env.jobs, "none", "/status/failedIndexes") == "0-2");
+    CHECK(env.list(env.pods, "job-name=none").size() == 3);
+  }
+  SECTION("maxFailedIndexes 0: the first failed index ends the Job") {
+    env.create(env.jobs, indexed_job_json("strict", 3, R"("parallelism":1,"backoffLimitPerIndex":0,"maxFailedIndexes":0,)", flaky));
+    REQUIRE(eventually([&] { return env.condition(env.jobs, "strict", "Failed") == "True"; }));
+    CHECK(env.condition(env.jobs, "strict", "Failed", "/reason") == "MaxFailedIndexesExceeded");
+    CHECK(env.condition(env.jobs, "strict", "Failed", "/message") ==
+          "Job has exceeded the specified maximal number of failed indexes");
+    CHECK(env.str(env.jobs, "strict", "/status/failedIndexes") == "0");
+  }
+  SECTION("FailIndex fails an index at its first matching failure") {
+    env.create(env.jobs, indexed_job_json("failidx", 2, R"("parallelism":2,"backoffLimitPerIndex":3,"podFailurePolicy":{"rules":[
+        {"action":"FailIndex","onExitCodes":{"operator":"In","values":[7]}}]},)",
+                                          R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"1","sim.unitrain.io/fail-exit-code":"7")"));
+    REQUIRE(eventually([&] { return env.condition(env.jobs, "failidx", "Failed") == "True"; }));
+    CHECK(env.condition(env.jobs, "failidx", "Failed", "/reason") == "FailedIndexes");
+    CHECK(env.str(env.jobs, "failidx", "/status/failedIndexes") == "0,1");
+    CHECK(env.list(env.pods, "job-name=failidx").size() == 2);
+  }
+}
+
+TEST_CASE("successPolicy: the Job completes once its rule is met, with reason SuccessPolicy", "[job][indexed][policy]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, indexed_job_json("leader", 3, R"("parallelism":1,"successPolicy":{"rules":[{"succeededIndexes":"0"}]},)",
+                                        R"("sim.unitrain.io/duration":"50ms")"));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "leader", "Complete") == "True"; }));
+  auto done = *env.get(env.jobs, "leader");
+  CHECK(condition_types(done) == std::vector<std::string>{"SuccessCriteriaMet", "Complete"});
+  CHECK(env.condition(env.jobs, "leader", "SuccessCriteriaMet", "/reason") == "SuccessPolicy");
+  CHECK(env.condition(env.jobs, "leader", "Complete", "/reason") == "SuccessPolicy");
+  CHECK(env.condition(env.jobs, "leader", "Complete", "/message") == "Matched rules at index 0");
+  CHECK(str_at(done.root(), "/status/completedIndexes") == "0");
+  CHECK(json::get_int(done.root(), "/status/succeeded") == 1);
+  CHECK_FALSE(str_at(done.root(), "/status/completionTime").empty());
+}
+
+TEST_CASE("Indexed Job suspend deletes its pods uncounted, resume recreates the missing indexes", "[job][indexed]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  env.create(env.jobs, indexed_job_json("held", 2, R"("parallelism":2,)", R"("sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] { return job_int(env, "held", "/status/active") == 2; }));
+  std::string started = env.str(env.jobs, "held", "/status/startTime");
+  REQUIRE(env.store->patch(env.jobs, "default", "held", PatchKind::Merge, R"({"spec":{"suspend":true}})"));
+  REQUIRE(eventually([&] { return env.list(env.pods, "job-name=held").empty(); }));
+  REQUIRE(eventually([&] { return env.condition(env.jobs, "held", "Suspended") == "True"; }));
+  CHECK(env.condition(env.jobs, "held", "Suspended", "/reason") == "JobSuspended");
+  CHECK(json::find(env.get(env.jobs, "held")->root(), "/status/failed") == nullptr);
+  CHECK(env.str(env.jobs, "held", "/status/startTime") == started);  // kept while suspended, as upstream
+
+  REQUIRE(env.store->patch(env.jobs, "default", "held", PatchKind::Merge, R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return job_int(env, "held", "/status/active") == 2; }));
+  CHECK(env.condition(env.jobs, "held", "Suspended", "/reason") == "JobResumed");
+  std::set<std::string> indexes;
+  for (const auto& p : env.list(env.pods, "job-name=held"))
+    indexes.insert(std::string(str_at(p.root(), "/metadata/labels/batch.kubernetes.io~1job-completion-index")));
+  CHECK(indexes == std::set<std::string>{"0", "1"});
 }
 
 // ---- apps/v1, storage, admission, kubelet fidelity ------------------------------------------

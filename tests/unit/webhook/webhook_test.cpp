@@ -7,6 +7,7 @@
 #include "core/webhook/certs.h"
 #include "core/webhook/handler.h"
 #include "frameworks/mpi/conversion/conversion.h"
+#include "frameworks/jobset/register.h"
 #include "frameworks/mpi/v2/register.h"
 #include "frameworks/pytorch/register.h"
 
@@ -440,4 +441,39 @@ TEST_CASE("configurations: one hook per endpoint, matchPolicy Exact, url or serv
   auto all = persisting.mutating_configuration(service.root());
   CHECK(json::get_string(all.root(), "/webhooks/0/name") == std::string_view("defaulter.pytorchjob.training-operator.kubeflow.org"));
   CHECK(json::find(all.root(), "/webhooks/2") != nullptr);
+}
+
+TEST_CASE("admission: a module that persists its own defaults gets its defaulting webhook on those operations") {
+  framework::Registry registry;
+  REQUIRE(frameworks::jobset::register_jobset(registry));
+  auto plugin = registry.instantiate("jobset", {});
+  REQUIRE(plugin);
+  webhook::Handler h({plugin->get()}, registry);
+  auto service = parse(R"({"service":{"namespace":"kubeflow","name":"training-operator","port":443}})");
+  auto m = h.mutating_configuration(service.root());
+  CHECK(json::get_string(m.root(), "/webhooks/0/clientConfig/service/path") ==
+        std::string_view("/mutate-jobset-x-k8s-io-v1alpha2-jobset"));
+  CHECK(json::dump(*json::find(m.root(), "/webhooks/0/rules/0/operations")) == R"(["CREATE"])");
+  constexpr std::string_view js =
+      R"({"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"job"},"spec":{"replicatedJobs":[)"
+      R"({"name":"a","template":{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"i"}]}}}}}]}})";
+  // CREATE: the defaults are written into the object; UPDATE: left as they are.
+  auto created = parse(h.handle("/mutate-jobset-x-k8s-io-v1alpha2-jobset", review("CREATE", js)).body);
+  auto patch = kube::base64_decode(*json::get_string(created.root(), "/response/patch"));
+  REQUIRE(patch);
+  auto job = parse(js);
+  REQUIRE(json::apply_json_patch(job, parse(*patch).root()));
+  CHECK(json::get_string(job.root(), "/spec/successPolicy/operator") == std::string_view("All"));
+  CHECK(json::get_string(job.root(), "/spec/replicatedJobs/0/template/spec/completionMode") == std::string_view("Indexed"));
+  auto updated = parse(h.handle("/mutate-jobset-x-k8s-io-v1alpha2-jobset", review("UPDATE", js, js)).body);
+  CHECK(json::find(updated.root(), "/response/patch") == nullptr);
+  // The validating webhook answers with upstream's message.
+  constexpr std::string_view bad =
+      R"({"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"job"},"spec":{)"
+      R"("successPolicy":{"operator":"All","targetReplicatedJobs":["ghost"]},"replicatedJobs":[)"
+      R"({"name":"a","template":{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"i"}]}}}}}]}})";
+  auto refused = parse(h.handle("/validate-jobset-x-k8s-io-v1alpha2-jobset", review("CREATE", bad)).body);
+  CHECK(json::get_bool(refused.root(), "/response/allowed") == false);
+  CHECK_THAT(json::dump(refused.root()),
+             Catch::Contains("invalid replicatedJob name 'ghost' does not appear in .spec.ReplicatedJobs"));
 }
