@@ -11,6 +11,23 @@
 
 namespace unitrain::controller {
 
+std::optional<kube::ApiError> clear_status_fields(kube::Client& client, const kube::GroupVersionResource& resource,
+                                                  std::string_view ns, const std::vector<std::string>& pointers,
+                                                  json::Document& live) {
+  json::Document cleared = json::Document::copy_of(live.root());
+  bool changed = false;
+  for (const auto& pointer : pointers) {
+    if (json::find(cleared.root(), pointer) == nullptr) continue;
+    json::remove(cleared, pointer);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  auto r = client.update_status(resource, ns, cleared.root());
+  if (!r) return r.error();
+  live = std::move(*r);
+  return std::nullopt;
+}
+
 ChildWrites::ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
                          const framework::FrameworkPlugin& plugin, bool delete_services_with_pods,
                          const json::Value& job, PassLog& log)

@@ -22,6 +22,13 @@
 
 namespace unitrain::controller {
 
+// Removes `pointers` (under /status) from `live` through the status subresource, when it has any
+// of them; `live` becomes what that write returned (a batch/v1 Job's pod template may change only
+// while status.startTime is unset).
+std::optional<kube::ApiError> clear_status_fields(kube::Client& client, const kube::GroupVersionResource& resource,
+                                                  std::string_view ns, const std::vector<std::string>& pointers,
+                                                  json::Document& live);
+
 class ChildWrites {
  public:
   ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,

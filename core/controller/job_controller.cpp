@@ -9,6 +9,7 @@
 #include "core/controller/child_caches.h"
 #include "core/controller/pod_builder.h"
 #include "core/controller/reconcile_pass.h"
+#include "core/controller/workload_pass.h"
 #include "core/controller/write_pool.h"
 #include "core/framework/ownership.h"
 
@@ -173,7 +174,10 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
     };
-    result = ReconcilePass(dependencies, std::move(cached), clock_.now(), pass_log).run();
+    if (const auto* planner = plugin_->capabilities().workloads)
+      result = WorkloadPass(dependencies, *planner, std::move(cached), clock_.now(), pass_log).run();
+    else
+      result = ReconcilePass(dependencies, std::move(cached), clock_.now(), pass_log).run();
   } else {
     expectations_.forget_prefix(key + "/");
     pass_log.note("forgot", "the job is gone");

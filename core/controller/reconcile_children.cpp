@@ -239,18 +239,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
 }
 
 std::optional<ApiError> ReconcilePass::clear_status_first(const framework::DesiredObject& want, json::Document& live) {
-  json::Document cleared = json::Document::copy_of(live.root());
-  bool changed = false;
-  for (const auto& pointer : want.status_cleared_first) {
-    if (json::find(cleared.root(), pointer) == nullptr) continue;
-    json::remove(cleared, pointer);
-    changed = true;
-  }
-  if (!changed) return std::nullopt;
-  auto r = deps_.client.update_status(want.resource, ns_, cleared.root());
-  if (!r) return r.error();
-  live = std::move(*r);  // the update goes on from the resourceVersion this write returned
-  return std::nullopt;
+  return clear_status_fields(deps_.client, want.resource, ns_, want.status_cleared_first, live);
 }
 
 std::optional<ApiError> ReconcilePass::prune_undesired() {

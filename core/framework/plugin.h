@@ -187,10 +187,48 @@ class PipelineDepartures {
   virtual bool ordered_pod_writes() const { return false; }
 };
 
+// A child a workload plan deletes (WorkloadPlanner).
+struct ChildDeletion {
+  kube::GroupVersionResource resource;
+  std::string name;
+  std::string propagation_policy = "Foreground";  // Background | Foreground | Orphan
+};
+
+// Everything one reconcile pass of a workload-planning kind does, decided from the job and its
+// observed children alone; the core carries it out in this order: the status (written only when
+// it differs from the job's, before anything acts on it, so a failed write changes nothing and the
+// next pass decides again), its events, the job's own deletion, child deletions, updates,
+// creations, and the requeue.
+struct WorkloadPlan {
+  // The job's whole .status as it should be; unset leaves the status alone.
+  std::optional<json::Document> status;
+  std::vector<StatusProposal::Event> events;  // recorded once `status` is written (or now, when unset)
+  bool delete_job = false;                    // delete the job itself (foreground): its TTL ran out
+  std::vector<ChildDeletion> deletions;       // NotFound counts as done
+  // Objects as they should now be, each built from the observed one (its resourceVersion kept):
+  // replaced as they are, after `status_cleared_first` is removed through the status subresource.
+  std::vector<DesiredObject> updates;
+  // Created when missing (the core adds the controller owner reference); one the job already
+  // controls is left as it is, another owner's is a conflict (foreign_object_wording).
+  std::vector<DesiredObject> creations;
+  std::optional<int64_t> requeue_after_ms;  // act again then (a TTL to honour)
+};
+
+// A kind whose children are whole workloads run by their own controllers (JobSet's batch Jobs)
+// and whose status has a shape of its own: the core runs no pod pipeline for it (no pod slots,
+// training-operator conditions, run policy or gang), and carries out what `plan` decides on each
+// pass instead. The job it gets is defaulted; `now` is the pass's clock, in RFC 3339.
+class WorkloadPlanner {
+ public:
+  virtual ~WorkloadPlanner() = default;
+  virtual WorkloadPlan plan(const json::Value& job, const Observed& observed, std::string_view now) const = 0;
+};
+
 struct Capabilities {
   const GangContribution* gang = nullptr;
   const DeprecationNotice* deprecation = nullptr;
   const PipelineDepartures* departures = nullptr;
+  const WorkloadPlanner* workloads = nullptr;
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the

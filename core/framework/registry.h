@@ -31,6 +31,10 @@ struct WebhookNeeds {
   // Operations the validating webhook covers (DELETE too for a deprecated kind's warning);
   // empty: none is registered.
   std::vector<std::string> validate = {"CREATE", "UPDATE"};
+  // Operations a defaulting webhook that writes set_defaults() into the object covers, whatever
+  // --persist-defaults says (JobSet's defaults are persisted on CREATE only); empty: the core's
+  // rule (where several modules serve one kind, or when defaults are persisted).
+  std::vector<std::string> mutate = {};
 };
 
 struct Registration {

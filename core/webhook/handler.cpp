@@ -97,9 +97,13 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
                         fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(), needs.validate,
                         !needs.validate.empty()};
     if (validating.operations.empty()) validating.operations = {"CREATE", "UPDATE"};
+    // A module that persists its own defaults (needs.mutate) gets its defaulting webhook on those
+    // operations whatever --persist-defaults says.
+    const bool own_defaults = !needs.mutate.empty();
     Endpoint mutating{WebhookType::Mutating, "/mutate-" + suffix,
                       fmt::format("defaulter.{}.training-operator.kubeflow.org", id), d.resource(),
-                      {"CREATE", "UPDATE"}, shared || options_.persist_defaults};
+                      own_defaults ? needs.mutate : std::vector<std::string>{"CREATE", "UPDATE"},
+                      shared || options_.persist_defaults || own_defaults};
     endpoints_.push_back(std::move(validating));
     endpoints_.push_back(std::move(mutating));
     // Where several modules serve one kind, the version a user wrote says which module owns it.
@@ -154,7 +158,11 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
     response.AddMember("allowed", true, a);
     if (object != nullptr) {
       json::Document mutated = json::Document::copy_of(*object);
-      if (options_.persist_defaults) {
+      const auto& ops = route.endpoint->operations;
+      const bool own_defaults = registry_.find(d.name) != nullptr && !registry_.find(d.name)->webhooks.mutate.empty();
+      const bool defaults_here = own_defaults ? std::find(ops.begin(), ops.end(), to_string(operation)) != ops.end()
+                                              : options_.persist_defaults;
+      if (defaults_here) {
         // The owner's defaults, in the owner's version, brought back to the version written.
         auto in_owner = in_version_of(*owner, *object);
         if (owner != route.plugin && in_owner) {

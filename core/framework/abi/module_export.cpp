@@ -245,6 +245,15 @@ unitrain_status deprecation_warning(const unitrain_plugin* self, unitrain_buffer
   return guarded(out, [&] { return answer(out, plugin_of(self).capabilities().deprecation->warning()); });
 }
 
+unitrain_status workload_plan(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out) {
+  return guarded(out, [&] {
+    auto r = observed_request(request, size);
+    if (!r) return bad_request(out, r.error().message);
+    const std::string now = json::string_at(r->doc.root(), "/now");
+    return answer(out, wire::plan_json(plugin_of(self).capabilities().workloads->plan(*r->job, r->observed, now)).dump());
+  });
+}
+
 // The PipelineDepartures answers; a throwing one counts as training-operator's way.
 template <bool (PipelineDepartures::*Answer)() const, bool Default>
 int32_t departure(const unitrain_plugin* self) {
@@ -306,6 +315,7 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
       t.gang_pod_group = &gang_pod_group;
     }
     if (caps.deprecation != nullptr) t.deprecation_warning = &deprecation_warning;
+    if (caps.workloads != nullptr) t.workload_plan = &workload_plan;
     if (caps.departures != nullptr) {
       t.ttl_deletes_job = &departure<&PipelineDepartures::ttl_deletes_job, true>;
       t.enforces_run_limits = &departure<&PipelineDepartures::enforces_run_limits, true>;

@@ -120,7 +120,8 @@ std::string_view status_text(unitrain_status s) {
 class AbiPlugin final : public FrameworkPlugin,
                         public GangContribution,
                         public DeprecationNotice,
-                        public PipelineDepartures {
+                        public PipelineDepartures,
+                        public WorkloadPlanner {
  public:
   static Result<std::unique_ptr<FrameworkPlugin>> create(std::shared_ptr<const Module> module,
                                                          const FrameworkDescriptor& descriptor, const PluginConfig& config) {
@@ -148,7 +149,8 @@ class AbiPlugin final : public FrameworkPlugin,
   Capabilities capabilities() const override {
     return {.gang = has_gang_ ? this : nullptr,
             .deprecation = deprecation_ ? this : nullptr,
-            .departures = has_departures_ ? this : nullptr};
+            .departures = has_departures_ ? this : nullptr,
+            .workloads = workload_plan_fn_ != nullptr ? this : nullptr};
   }
 
   void set_defaults(Document& job) const override {
@@ -244,6 +246,13 @@ class AbiPlugin final : public FrameworkPlugin,
     return policy;
   }
 
+  // WorkloadPlanner
+  WorkloadPlan plan(const Value& job, const Observed& observed, std::string_view now) const override {
+    const Document answer = answer_document(
+        "workload_plan", call_text("workload_plan", workload_plan_fn_, wire::workload_request(job, observed, now).dump()));
+    return decoded("workload_plan", wire::plan_from(answer.root()));
+  }
+
   // DeprecationNotice
   std::string warning() const override { return deprecation_.value_or(""); }
 
@@ -285,6 +294,7 @@ class AbiPlugin final : public FrameworkPlugin,
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, foreign_object_wording)) foreign_wording_fn_ = t->foreign_object_wording;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, child_event)) child_event_fn_ = t->child_event;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_pod_group)) pod_group_fn_ = t->gang_pod_group;
+    if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, workload_plan)) workload_plan_fn_ = t->workload_plan;
     has_gang_ = pod_group_fn_ != nullptr ||
                 (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_min_member) && t->gang_min_member != nullptr);
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, deprecation_warning) && t->deprecation_warning != nullptr) {
@@ -357,6 +367,7 @@ class AbiPlugin final : public FrameworkPlugin,
   TextHook wording_fn_ = nullptr;
   TextHook foreign_wording_fn_ = nullptr;
   TextHook child_event_fn_ = nullptr;
+  TextHook workload_plan_fn_ = nullptr;
   bool has_gang_ = false;
   decltype(unitrain_plugin_table::gang_pod_group) pod_group_fn_ = nullptr;
   std::optional<std::string> deprecation_;

@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #define UNITRAIN_PLUGIN_ABI_MAJOR 1
-#define UNITRAIN_PLUGIN_ABI_MINOR 0
+#define UNITRAIN_PLUGIN_ABI_MINOR 1
 #define UNITRAIN_PLUGIN_ENTRY_SYMBOL "unitrain_plugin_entry"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -179,6 +179,15 @@ typedef struct unitrain_plugin_table {
      host that predates this field still gets the group's size. */
   unitrain_status (*gang_pod_group)(const unitrain_plugin* self, const char* job, size_t size,
                                     const struct unitrain_priority_lookup* priorities, unitrain_buffer* out);
+  /* --- ABI 1.1 ------------------------------------------------------------------------------ */
+  /* A kind whose children are whole workloads (framework::WorkloadPlanner): the host runs no pod
+     pipeline for it and carries out this plan on each pass instead. {"job": {...}, "observed":
+     OBSERVED, "now": "<RFC 3339>"} -> {"status": {the job's whole .status} (absent: left alone),
+     "events": [{"type", "reason", "message"}], "deleteJob": false, "deletions": [{"resource":
+     {...}, "name": "...", "propagationPolicy": "Foreground"}], "updates": [DESIRED],
+     "creations": [DESIRED], "requeueAfterMs": 1000 (absent: none)}, DESIRED as desired_objects
+     answers. NULL: the pod pipeline. */
+  unitrain_status (*workload_plan)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
 } unitrain_plugin_table;
 
 /* What the entry point returns: valid until the library is unloaded. */
@@ -197,7 +206,7 @@ typedef struct unitrain_module_table {
      "defaultContainer", "defaultPortName", "defaultPort", "controllerName", "replicaTypeLabel",
      "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector"}, "options":
      [{"name", "default", "help"}], "crds": ["<CRD YAML>"], "permissions": [{"apiGroups",
-     "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"]}} */
+     "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"], "mutate": ["CREATE"] (1.1)}} */
   unitrain_status (*describe)(unitrain_buffer* out);
   /* {"options": {"<name>": "<value>"} (every declared option), "gangSchedulerName": "",
      "clusterDomain": ""} -> *plugin, an instance's table (NULL on error; then `error` says why). */

@@ -251,6 +251,7 @@ Document registration_json(const Registration& registration) {
   root.AddMember("permissions", permissions, a);
   Value webhooks(rapidjson::kObjectType);
   webhooks.AddMember("validate", string_array(registration.webhooks.validate, a), a);
+  webhooks.AddMember("mutate", string_array(registration.webhooks.mutate, a), a);
   root.AddMember("webhooks", webhooks, a);
   return doc;
 }
@@ -294,6 +295,7 @@ Result<Registration> registration_from(const Value& doc) {
     MemberReader w(*webhooks, "webhooks");
     if (auto s = w.check_object(); !s) return fail(s.error());
     if (w.find("validate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.validate, w.strings("validate"));
+    if (w.find("mutate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.mutate, w.strings("mutate"));
   }
   return out;
 }
@@ -616,6 +618,83 @@ Result<StatusProposal> status_from(const Value& doc) {
   }
   UNITRAIN_WIRE_READ(out.set_completion_time, r.boolean("setCompletionTime", false));
   UNITRAIN_WIRE_READ(out.completion_time, r.optional_string("completionTime"));
+  return out;
+}
+
+// ---- workload plans ------------------------------------------------------------------------------
+
+Document workload_request(const Value& job, const Observed& observed, std::string_view now) {
+  Document doc = observed_request(job, observed);
+  doc.root().AddMember("now", text_value(now, doc.alloc()), doc.alloc());
+  return doc;
+}
+
+Document plan_json(const WorkloadPlan& plan) {
+  Document doc = Document::object();
+  auto& a = doc.alloc();
+  if (plan.status) doc.root().AddMember("status", Value(plan.status->root(), a), a);
+  StatusProposal events_only;
+  events_only.events = plan.events;
+  Document events = status_json(events_only);
+  doc.root().AddMember("events", Value(*json::find(events.root(), "/events"), a), a);
+  doc.root().AddMember("deleteJob", plan.delete_job, a);
+  Value deletions(rapidjson::kArrayType);
+  for (const auto& d : plan.deletions) {
+    Value v(rapidjson::kObjectType);
+    v.AddMember("resource", resource_json(d.resource, a), a);
+    v.AddMember("name", text_value(d.name, a), a);
+    v.AddMember("propagationPolicy", text_value(d.propagation_policy, a), a);
+    deletions.PushBack(v, a);
+  }
+  doc.root().AddMember("deletions", deletions, a);
+  doc.root().AddMember("updates", Value(desired_json(plan.updates).root(), a), a);
+  doc.root().AddMember("creations", Value(desired_json(plan.creations).root(), a), a);
+  if (plan.requeue_after_ms) doc.root().AddMember("requeueAfterMs", static_cast<int64_t>(*plan.requeue_after_ms), a);
+  return doc;
+}
+
+Result<WorkloadPlan> plan_from(const Value& doc) {
+  MemberReader r(doc, "");
+  if (auto s = r.check_object(); !s) return fail(s.error());
+  WorkloadPlan out;
+  if (const Value* status = r.find("status")) {
+    if (!status->IsObject()) return fail("status: must be an object");
+    out.status = Document::copy_of(*status);
+  }
+  if (const Value* events = r.find("events")) {
+    Document wrapped = Document::object();
+    wrapped.root().AddMember("events", Value(*events, wrapped.alloc()), wrapped.alloc());
+    StatusProposal proposal;
+    UNITRAIN_WIRE_READ(proposal, status_from(wrapped.root()));
+    out.events = std::move(proposal.events);
+  }
+  UNITRAIN_WIRE_READ(out.delete_job, r.boolean("deleteJob", false));
+  const Value* deletions = nullptr;
+  UNITRAIN_WIRE_READ(deletions, r.objects("deletions"));
+  if (deletions != nullptr) {
+    for (rapidjson::SizeType i = 0; i < deletions->Size(); ++i) {
+      const std::string path = fmt::format("deletions[{}]", i);
+      MemberReader d((*deletions)[i], path);
+      ChildDeletion deletion;
+      const Value* resource = d.find("resource");
+      if (resource == nullptr) return fail(path + ".resource: required");
+      UNITRAIN_WIRE_READ(deletion.resource, resource_from(*resource, path + ".resource"));
+      UNITRAIN_WIRE_READ(deletion.name, d.string("name", true));
+      UNITRAIN_WIRE_READ(deletion.propagation_policy, d.string("propagationPolicy", false, "Foreground"));
+      out.deletions.push_back(std::move(deletion));
+    }
+  }
+  for (auto [key, into] : {std::pair{"updates", &out.updates}, std::pair{"creations", &out.creations}}) {
+    if (const Value* objects = r.find(key)) {
+      auto decoded = desired_from(*objects);
+      if (!decoded) return fail(fmt::format("{}: {}", key, decoded.error().message));
+      *into = std::move(*decoded);
+    }
+  }
+  if (const Value* requeue = r.find("requeueAfterMs")) {
+    if (!requeue->IsInt64()) return fail("requeueAfterMs: must be an integer");
+    out.requeue_after_ms = requeue->GetInt64();
+  }
   return out;
 }
 

@@ -52,6 +52,13 @@ Result<std::vector<DesiredObject>> desired_from(const json::Value& doc);
 json::Document status_json(const StatusProposal& proposal);
 Result<StatusProposal> status_from(const json::Value& doc);
 
+// workload_plan(): {"job", "observed", "now"} in, the plan out: {"status": {...} (absent: left
+// alone), "events": [...], "deleteJob": false, "deletions": [{"resource": {...}, "name",
+// "propagationPolicy"}], "updates": DESIRED, "creations": DESIRED, "requeueAfterMs" (absent: none)}.
+json::Document workload_request(const json::Value& job, const Observed& observed, std::string_view now);
+json::Document plan_json(const WorkloadPlan& plan);
+Result<WorkloadPlan> plan_from(const json::Value& doc);
+
 // pruned_resources().
 json::Document resources_json(const std::vector<kube::GroupVersionResource>& resources);
 Result<std::vector<kube::GroupVersionResource>> resources_from(const json::Value& doc, std::string_view path);
