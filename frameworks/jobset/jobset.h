@@ -45,6 +45,9 @@ void set_defaults(json::Document& js);
 // The validating webhook: `old_js` null on CREATE. Messages are upstream's.
 framework::Validation validate(const json::Value* old_js, const json::Value& js);
 
+// A replicated Job's `replicas` (the CRD's default 1 when unset).
+int32_t replicas_of(const json::Value& rjob);
+
 // Lower-case hex SHA-1 of `text` (the job-key label is the SHA-1 of "<namespace>/<job name>").
 std::string sha1_hex(std::string_view text);
 

@@ -17,14 +17,14 @@ using framework::json_members::member;
 using framework::json_members::put;
 using json::Value;
 
-int32_t replicas_of(const Value& rjob) { return static_cast<int32_t>(json::get_int(rjob, "/replicas").value_or(1)); }
-
 // Adds `key: value` to the map `obj[field]` (labels or annotations), creating it when needed.
 void put_entry(Value& obj, std::string_view field, std::string_view key, std::string_view value, json::Allocator& a) {
   put(ensure_object(obj, field, a), key, value, a);
 }
 
 }  // namespace
+
+int32_t replicas_of(const Value& rjob) { return static_cast<int32_t>(json::get_int(rjob, "/replicas").value_or(1)); }
 
 std::string sha1_hex(std::string_view text) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

@@ -60,7 +60,12 @@ struct RJobStatus {
   int32_t ready = 0, succeeded = 0, failed = 0, active = 0, suspended = 0;
 };
 
-int32_t replicas_of(const Value& rjob) { return static_cast<int32_t>(json::get_int(rjob, "/replicas").value_or(1)); }
+framework::DesiredObject desired(const kube::GroupVersionResource& resource, json::Document object) {
+  framework::DesiredObject out;
+  out.resource = resource;
+  out.object = std::move(object);
+  return out;
+}
 
 // A JobSet's status being built: its conditions with upstream's rules, and the events of the
 // conditions that changed, sent once the status is written.
@@ -355,7 +360,7 @@ class Planner {
     const std::string name(api::name_of(svc.root()));
     for (const Value* s : observed_.services)
       if (api::name_of(*s) == name) return;
-    framework::DesiredObject want{kServices, std::move(svc)};
+    framework::DesiredObject want = desired(kServices, std::move(svc));
     want.use_existing = true;  // upstream creates it only when no Service of that name exists
     plan_.creations.push_back(std::move(want));
   }
@@ -395,7 +400,7 @@ class Planner {
         json::Document job = child_job(js_, i, index);
         const std::string name(api::name_of(job.root()));
         if (std::find(names_.begin(), names_.end(), name) != names_.end()) continue;
-        plan_.creations.push_back({kJobs, std::move(job)});
+        plan_.creations.push_back(desired(kJobs, std::move(job)));
       }
       if (in_order()) {
         set_in_order_in_progress();
@@ -415,7 +420,7 @@ class Planner {
       if (json::get_bool(*job, "/spec/suspend").value_or(false)) continue;
       json::Document updated = json::Document::copy_of(*job);
       put(ensure_object(updated.root(), "spec", updated.alloc()), "suspend", Value(true), updated.alloc());
-      plan_.updates.push_back({kJobs, std::move(updated)});
+      plan_.updates.push_back(desired(kJobs, std::move(updated)));
     }
     status_.set("Suspended", "True", "SuspendedJobs", "jobset is suspended", "Normal", plan_.events);
     status_.set("RestartingJobSet", "False", "JobSetSuspended", "jobset is suspended", "Normal", plan_.events);
@@ -449,7 +454,7 @@ class Planner {
       }
     }
     put(spec, "suspend", Value(false), a);
-    framework::DesiredObject want{kJobs, std::move(updated)};
+    framework::DesiredObject want = desired(kJobs, std::move(updated));
     want.status_cleared_first = {"/status/startTime"};
     plan_.updates.push_back(std::move(want));
   }
