@@ -315,6 +315,16 @@ WebhookVerdict validate_trainjob(const TrainJobAdmission& in) {
   return out;
 }
 
+api::FieldErrorList validate_runtime_patch_managers(const json::Value& trainjob) {
+  api::FieldErrorList errors;
+  if (const json::Value* patches = json::find(trainjob, "/spec/runtimePatches"); patches && patches->IsArray()) {
+    for (const auto& p : patches->GetArray()) {
+      domain_prefixed_path(FieldPath("spec.runtimePatches.manager"), string_at(p, "/manager"), errors);
+    }
+  }
+  return errors;
+}
+
 WebhookVerdict validate_runtime(const json::Value* old_runtime, const json::Value& runtime) {
   WebhookVerdict out;
   const bool cluster = string_at(runtime, "/kind") == kClusterTrainingRuntime;

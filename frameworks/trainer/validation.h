@@ -36,6 +36,8 @@ struct TrainJobAdmission {
 };
 
 WebhookVerdict validate_trainjob(const TrainJobAdmission& in);
+// The part that needs no runtime: each runtimePatches[].manager is a domain-prefixed path.
+api::FieldErrorList validate_runtime_patch_managers(const json::Value& trainjob);
 
 // TrainingRuntime (CREATE only, upstream leaves UPDATE unchecked) and ClusterTrainingRuntime
 // (CREATE and UPDATE): replicas 1 and the required container of each ancestor Job; the
