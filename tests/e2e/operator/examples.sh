@@ -14,7 +14,7 @@ grep -q '^ready ' "$work/out" || { echo "FAIL: localcluster did not start"; cat 
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
 k apply --server-side -k "$src/manifests/crds" >/dev/null || { echo "FAIL: installing manifests/crds"; exit 1; }
 # TrainJob examples name the shipped runtimes.
-k apply -k "$src/manifests/runtimes" >/dev/null || { echo "FAIL: installing manifests/runtimes"; exit 1; }
+k apply --server-side -k "$src/manifests/runtimes" >/dev/null || { echo "FAIL: installing manifests/runtimes"; exit 1; }
 fails=0 n=0
 check() {  # file
   local out="" objs=""
