@@ -35,7 +35,9 @@ json::Document StatusError::to_status() const {
   Value& r = d.root();
   r.AddMember("kind", "Status", a);
   r.AddMember("apiVersion", "v1", a);
-  r.AddMember("metadata", Value(rapidjson::kObjectType), a);
+  Value meta(rapidjson::kObjectType);
+  if (!continue_token.empty()) meta.AddMember("continue", json::str(continue_token, a), a);
+  r.AddMember("metadata", meta, a);
   r.AddMember("status", "Failure", a);
   r.AddMember("message", json::str(message, a), a);
   if (!reason.empty()) r.AddMember("reason", json::str(reason, a), a);
@@ -157,6 +159,27 @@ StatusError too_large_resource_version(uint64_t requested, uint64_t current) {
 }
 
 StatusError internal(std::string message) { return make_status(500, "InternalError", std::move(message)); }
+
+StatusError continue_expired(std::string inconsistent_continue_token) {
+  auto e = make_status(410, "Expired",
+                       "The provided continue parameter is too old to display a consistent list result. You can "
+                       "start a new list without the continue parameter, or use the continue token in this "
+                       "response to retrieve the remainder of the results. Continuing with the provided token "
+                       "results in an inconsistent list - objects that were created, modified, or deleted between "
+                       "the time the first chunk was returned and now may show up in the list.");
+  e.continue_token = std::move(inconsistent_continue_token);
+  return e;
+}
+
+StatusError not_acceptable_json() {
+  return make_status(406, "NotAcceptable",
+                     "only the following media types are accepted: application/json (the local cluster decodes "
+                     "protobuf request bodies but answers in JSON only; add application/json to Accept)");
+}
+
+StatusError request_entity_too_large(uint64_t limit) {
+  return make_status(413, "RequestEntityTooLarge", "Request entity too large: limit is " + std::to_string(limit));
+}
 
 StatusError internal_error_occurred(const std::string& cause) {
   json::Document det = json::Document::object();

@@ -21,6 +21,7 @@ struct StatusError {
   std::string reason;   // "NotFound", "AlreadyExists", "Conflict", "Invalid", "Gone", ...
   std::string message;  // exactly as kube-apiserver words it
   json::Document details;  // metav1.StatusDetails (name, group, kind, causes), or null
+  std::string continue_token;  // metadata.continue: where an expired list may go on (inconsistently)
   json::Document to_status() const;  // the full metav1.Status object
 };
 
@@ -56,9 +57,16 @@ StatusError unauthorized();
 StatusError method_not_allowed();
 StatusError expired(std::string message);  // 410, reason Expired (what the watch cache sends)
 StatusError gone(std::string message);     // 410, reason Gone
+// 410 for a continue token older than the store's history, carrying a token that continues the
+// list at the current state (kube-apiserver's answer once etcd compacted the token's revision).
+StatusError continue_expired(std::string inconsistent_continue_token);
 StatusError unsupported_media_type(std::string message);
+// 406 for a client that accepts only representations the local cluster does not produce.
+StatusError not_acceptable_json();
 StatusError too_large_resource_version(uint64_t requested, uint64_t current);
 StatusError internal(std::string message);
+// 413 `Request entity too large: limit is N` for a body over the server's limit.
+StatusError request_entity_too_large(uint64_t limit);
 // `Internal error occurred: <cause>` with the cause in details.causes (apierrors.NewInternalError).
 StatusError internal_error_occurred(const std::string& cause);
 }  // namespace errors

@@ -18,19 +18,19 @@ struct ApiFront::Impl {
   AdmissionWebhooks admission;
 
   StoreResult<Document> create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run,
-                               CallNotes& notes) {
-    if (is_webhook_configuration(r)) return versions.create(r, ns, std::move(obj), dry_run);
+                               std::string_view manager, CallNotes& notes) {
+    if (is_webhook_configuration(r)) return versions.create(r, ns, std::move(obj), dry_run, manager);
     std::string name = obj.root().IsObject() ? json::string_at(obj.root(), "/metadata/name") : "";
     AdmissionAttributes at = admission_attributes(r, ns, name, "", Operation::Create, "CreateOptions", dry_run);
     const MatchingWebhooks hooks = admission.matching(at);
-    if (hooks.empty()) return versions.create(r, ns, std::move(obj), dry_run);
-    if (!obj.root().IsObject()) return versions.create(r, ns, std::move(obj), dry_run);
+    if (hooks.empty()) return versions.create(r, ns, std::move(obj), dry_run, manager);
+    if (!obj.root().IsObject()) return versions.create(r, ns, std::move(obj), dry_run, manager);
     if (r.namespaced && !ns.empty()) (void)json::set_string(obj, "/metadata/namespace", ns);
     if (!json::find(obj.root(), "/apiVersion")) set_member(obj, "apiVersion", json::str(r.api_version(), obj.alloc()));
     if (!json::find(obj.root(), "/kind")) set_member(obj, "kind", json::str(r.kind, obj.alloc()));
     if (auto s = admission.mutate(hooks.mutating, at, &obj, nullptr, notes); !s) return fail(std::move(s).error());
     // Validating webhooks see the object as it will be stored: defaulted, named, validated.
-    auto pre = versions.create(r, ns, obj, true);
+    auto pre = versions.create(r, ns, obj, true, manager);
     if (!pre) return pre;
     at.name = json::string_at(pre->root(), "/metadata/name");
     if (auto s = admission.validate(hooks.validating, at, &*pre, nullptr, notes); !s) return fail(std::move(s).error());
@@ -39,29 +39,29 @@ struct ApiFront::Impl {
     // (a Job's controller-uid selector) must come from the real create. Only the name generated
     // by the dry run is kept, so the object stored is the one the webhooks saw.
     (void)json::set_string(obj, "/metadata/name", at.name);
-    return versions.create(r, ns, std::move(obj), false);
+    return versions.create(r, ns, std::move(obj), false, manager);
   }
 
   StoreResult<Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name, Document obj,
-                               std::string_view sub, bool dry_run, CallNotes& notes) {
-    if (is_webhook_configuration(r)) return versions.update(r, ns, name, std::move(obj), sub, dry_run);
+                               std::string_view sub, bool dry_run, std::string_view manager, CallNotes& notes) {
+    if (is_webhook_configuration(r)) return versions.update(r, ns, name, std::move(obj), sub, dry_run, manager);
     AdmissionAttributes at = admission_attributes(r, ns, name, sub, Operation::Update, "UpdateOptions", dry_run);
     const MatchingWebhooks hooks = admission.matching(at);
-    if (hooks.empty()) return versions.update(r, ns, name, std::move(obj), sub, dry_run);
+    if (hooks.empty()) return versions.update(r, ns, name, std::move(obj), sub, dry_run, manager);
     auto old = versions.get(r, ns, name, sub);
     if (!old) return old;
     if (auto s = admission.mutate(hooks.mutating, at, &obj, &*old, notes); !s) return fail(std::move(s).error());
-    auto pre = versions.update(r, ns, name, std::move(obj), sub, true);
+    auto pre = versions.update(r, ns, name, std::move(obj), sub, true, manager);
     if (!pre) return pre;
     if (auto s = admission.validate(hooks.validating, at, &*pre, &*old, notes); !s) return fail(std::move(s).error());
     if (dry_run) return pre;
-    return versions.update(r, ns, name, std::move(*pre), sub, false);
+    return versions.update(r, ns, name, std::move(*pre), sub, false, manager);
   }
 
   StoreResult<Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name, PatchKind kind,
                               std::string_view body, std::string_view sub, std::string_view field_manager,
-                              bool dry_run, CallNotes& notes) {
-    if (is_webhook_configuration(r)) return versions.patch(r, ns, name, kind, body, sub, field_manager, dry_run);
+                              bool dry_run, bool force, CallNotes& notes) {
+    if (is_webhook_configuration(r)) return versions.patch(r, ns, name, kind, body, sub, field_manager, dry_run, force);
     AdmissionAttributes at = admission_attributes(r, ns, name, sub, Operation::Update, "PatchOptions", dry_run);
     if (!field_manager.empty()) {
       at.options = Document::object();
@@ -70,14 +70,14 @@ struct ApiFront::Impl {
     AdmissionAttributes create_at = admission_attributes(r, ns, name, sub, Operation::Create, "PatchOptions", dry_run);
     const MatchingWebhooks hooks = admission.matching(at);
     if (hooks.empty() && admission.matching(create_at).empty()) {
-      return versions.patch(r, ns, name, kind, body, sub, field_manager, dry_run);
+      return versions.patch(r, ns, name, kind, body, sub, field_manager, dry_run, force);
     }
     for (int attempt = 0;; ++attempt) {
       auto old = versions.get(r, ns, name, sub);
       if (!old && !(old.error().code == 404 && kind == PatchKind::Apply && sub.empty())) return old;
-      auto pre = versions.patch(r, ns, name, kind, body, sub, field_manager, true);
+      auto pre = versions.patch(r, ns, name, kind, body, sub, field_manager, true, force);
       if (!pre) return pre;
-      if (!old) return create(r, ns, std::move(*pre), dry_run, notes);  // server-side apply of a new object
+      if (!old) return create(r, ns, std::move(*pre), dry_run, field_manager, notes);  // server-side apply of a new object
       Document obj = std::move(*pre);
       bool changed_by_webhook = false;
       {
@@ -177,18 +177,19 @@ StoreResult<std::string> ApiFront::list(const ResourceInfo& r, std::string_view 
   return impl_->versions.list(r, ns, req);
 }
 StoreResult<json::Document> ApiFront::create(const ResourceInfo& r, std::string_view ns, json::Document obj,
-                                             bool dry_run, CallNotes& notes) {
-  return impl_->create(r, ns, std::move(obj), dry_run, notes);
+                                             bool dry_run, CallNotes& notes, std::string_view field_manager) {
+  return impl_->create(r, ns, std::move(obj), dry_run, field_manager, notes);
 }
 StoreResult<json::Document> ApiFront::update(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                              json::Document obj, std::string_view subresource, bool dry_run,
-                                             CallNotes& notes) {
-  return impl_->update(r, ns, name, std::move(obj), subresource, dry_run, notes);
+                                             CallNotes& notes, std::string_view field_manager) {
+  return impl_->update(r, ns, name, std::move(obj), subresource, dry_run, field_manager, notes);
 }
 StoreResult<json::Document> ApiFront::patch(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                             PatchKind kind, std::string_view body, std::string_view subresource,
-                                            std::string_view field_manager, bool dry_run, CallNotes& notes) {
-  return impl_->patch(r, ns, name, kind, body, subresource, field_manager, dry_run, notes);
+                                            std::string_view field_manager, bool dry_run, CallNotes& notes,
+                                            bool force) {
+  return impl_->patch(r, ns, name, kind, body, subresource, field_manager, dry_run, force, notes);
 }
 StoreResult<json::Document> ApiFront::remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                              const DeleteRequest& req, CallNotes& notes) {

@@ -27,13 +27,15 @@ class ApiFront {
   StoreResult<json::Document> get(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                   std::string_view subresource = {});
   StoreResult<std::string> list(const ResourceInfo& r, std::string_view ns, const ListRequest& req);
+  // `field_manager` names the writer in managedFields; `force` overrides apply conflicts.
   StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj, bool dry_run,
-                                     CallNotes& notes);
+                                     CallNotes& notes, std::string_view field_manager = {});
   StoreResult<json::Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                     json::Document obj, std::string_view subresource, bool dry_run, CallNotes& notes);
+                                     json::Document obj, std::string_view subresource, bool dry_run, CallNotes& notes,
+                                     std::string_view field_manager = {});
   StoreResult<json::Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name, PatchKind kind,
                                     std::string_view body, std::string_view subresource, std::string_view field_manager,
-                                    bool dry_run, CallNotes& notes);
+                                    bool dry_run, CallNotes& notes, bool force = false);
   StoreResult<json::Document> remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                      const DeleteRequest& req, CallNotes& notes);
   StoreResult<std::string> remove_collection(const ResourceInfo& r, std::string_view ns, const ListRequest& selector,

@@ -1,5 +1,6 @@
 #include "localcluster/builtin_defaults.h"
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -48,6 +49,57 @@ void default_pod_spec(Value& spec, json::Allocator& a) {
   default_if_missing(spec, "enableServiceLinks", Value(true), a);
   default_containers(spec, "containers", a);
   default_containers(spec, "initContainers", a);
+}
+
+// A rolling-update block with both bounds, as apps/v1 defaults them.
+void default_rolling_update(Value& strategy, const char* surge, const char* unavailable, json::Allocator& a) {
+  default_if_missing(strategy, "type", Value("RollingUpdate"), a);
+  if (json::view(strategy["type"]) != "RollingUpdate") return;
+  default_if_missing(strategy, "rollingUpdate", Value(rapidjson::kObjectType), a);
+  Value& ru = strategy["rollingUpdate"];
+  auto bound = [&a](const char* v) {
+    if (v[0] != '\0' && v[std::char_traits<char>::length(v) - 1] == '%') return Value(v, a);
+    return Value(std::atoi(v));
+  };
+  default_if_missing(ru, "maxSurge", bound(surge), a);
+  default_if_missing(ru, "maxUnavailable", bound(unavailable), a);
+}
+
+// kube-apiserver's defaults of apps/v1 Deployments, ReplicaSets, StatefulSets and DaemonSets.
+void default_workload(const std::string& resource, Value& root, json::Allocator& a) {
+  Value* spec = json::find(root, "/spec");
+  if (spec == nullptr || !spec->IsObject()) return;
+  if (resource != "daemonsets") default_if_missing(*spec, "replicas", Value(1), a);
+  if (resource != "replicasets") default_if_missing(*spec, "revisionHistoryLimit", Value(10), a);
+  if (resource == "deployments") {
+    default_if_missing(*spec, "progressDeadlineSeconds", Value(600), a);
+    default_if_missing(*spec, "strategy", Value(rapidjson::kObjectType), a);
+    if ((*spec)["strategy"].IsObject()) default_rolling_update((*spec)["strategy"], "25%", "25%", a);
+  } else if (resource == "daemonsets") {
+    default_if_missing(*spec, "updateStrategy", Value(rapidjson::kObjectType), a);
+    if ((*spec)["updateStrategy"].IsObject()) default_rolling_update((*spec)["updateStrategy"], "0", "1", a);
+  } else if (resource == "statefulsets") {
+    default_if_missing(*spec, "podManagementPolicy", Value("OrderedReady"), a);
+    default_if_missing(*spec, "updateStrategy", Value(rapidjson::kObjectType), a);
+    Value& us = (*spec)["updateStrategy"];
+    if (us.IsObject()) {
+      default_if_missing(us, "type", Value("RollingUpdate"), a);
+      if (us["type"].IsString() && json::view(us["type"]) == "RollingUpdate") {
+        default_if_missing(us, "rollingUpdate", Value(rapidjson::kObjectType), a);
+        if (us["rollingUpdate"].IsObject()) default_if_missing(us["rollingUpdate"], "partition", Value(0), a);
+      }
+    }
+    if (!spec->HasMember("persistentVolumeClaimRetentionPolicy")) {
+      Value p(rapidjson::kObjectType);
+      p.AddMember("whenDeleted", "Retain", a);
+      p.AddMember("whenScaled", "Retain", a);
+      spec->AddMember("persistentVolumeClaimRetentionPolicy", p, a);
+    }
+    if (auto v = spec->FindMember("volumeClaimTemplates"); v != spec->MemberEnd() && v->value.IsArray())
+      for (Value& t : v->value.GetArray())
+        if (Value* ts = json::find(t, "/spec"); ts && ts->IsObject()) default_if_missing(*ts, "volumeMode", Value("Filesystem"), a);
+  }
+  if (Value* ps = json::find(root, "/spec/template/spec")) default_pod_spec(*ps, a);
 }
 
 }  // namespace
@@ -138,6 +190,18 @@ void default_builtin(const ResourceInfo& r, Document& d, std::mt19937_64& rng) {
       f.PushBack("kubernetes", a);
       (void)json::set(d, "/spec/finalizers", std::move(f));
     }
+  } else if (r.group == "apps") {
+    default_workload(r.resource, root, a);
+  } else if (r.group.empty() && r.resource == "persistentvolumeclaims") {
+    if (Value* spec = json::find(root, "/spec")) default_if_missing(*spec, "volumeMode", Value("Filesystem"), a);
+  } else if (r.group.empty() && r.resource == "persistentvolumes") {
+    if (Value* spec = json::find(root, "/spec")) {
+      default_if_missing(*spec, "volumeMode", Value("Filesystem"), a);
+      default_if_missing(*spec, "persistentVolumeReclaimPolicy", Value("Retain"), a);
+    }
+  } else if (r.group == "storage.k8s.io" && r.resource == "storageclasses") {
+    default_if_missing(root, "reclaimPolicy", Value("Delete"), a);
+    default_if_missing(root, "volumeBindingMode", Value("Immediate"), a);
   } else if (r.group == "batch" && r.resource == "jobs") {
     Value* spec = json::find(root, "/spec");
     if (spec == nullptr || !spec->IsObject()) return;

@@ -3,6 +3,11 @@
 namespace unitrain::localcluster {
 namespace {
 
+ResourceInfo with_scale(ResourceInfo r) {
+  r.has_scale = true;
+  return r;
+}
+
 const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
                                             "list",   "patch",  "update",           "watch"};
 
@@ -51,6 +56,30 @@ std::vector<ResourceInfo> build() {
                    {"pc"}));
   v.push_back(make("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler",
                    "HorizontalPodAutoscaler", true, true, {"hpa"}, all));
+  v.push_back(make("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true, true,
+                   {"pvc"}));
+  v.push_back(make("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false, true, {"pv"}));
+  v.push_back(make("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", true, true, {"quota"}));
+  v.push_back(make("", "v1", "limitranges", "limitrange", "LimitRange", true, false, {"limits"}));
+  v.push_back(with_scale(make("apps", "v1", "deployments", "deployment", "Deployment", true, true, {"deploy"}, all)));
+  v.push_back(with_scale(make("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, true, {"rs"}, all)));
+  v.push_back(with_scale(make("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, true, {"sts"}, all)));
+  v.push_back(make("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, true, {"ds"}, all));
+  v.push_back(make("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", true, false, {}));
+  v.push_back(make("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, false, {"sc"}));
+  v.push_back(make("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true, true,
+                   {"pdb"}));
+  v.push_back(make("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true, false,
+                   {"netpol"}));
+  v.push_back(make("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true, true, {"ing"}));
+  v.push_back(make("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", false, false, {}));
+  // Reviews are create-only and never stored: the server answers them (resource_handler.cpp).
+  v.push_back(make("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+                   "SelfSubjectAccessReview", false, false, {}, {}, {"create"}));
+  v.push_back(make("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+                   "SelfSubjectRulesReview", false, false, {}, {}, {"create"}));
+  v.push_back(make("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview",
+                   "SubjectAccessReview", false, false, {}, {}, {"create"}));
   v.push_back(make("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                    "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false, false, {}, ext));
   v.push_back(make("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "localcluster/http_message.h"
+#include "localcluster/protobuf_body.h"
 
 namespace unitrain::localcluster {
 
@@ -53,6 +54,15 @@ Negotiated negotiate(std::string_view accept) {
   return {};
 }
 
+bool accepts_json(std::string_view accept) {
+  auto ranges = parse_accept(accept);
+  if (ranges.empty()) return true;
+  return std::any_of(ranges.begin(), ranges.end(), [](const MediaType& m) {
+    return m.type == "*/*" || m.type == "application/*" || m.type == "application/json" ||
+           m.type.ends_with("+json");
+  });
+}
+
 std::optional<std::string> aggregated_discovery_version(std::string_view accept) {
   for (const auto& m : parse_accept(accept)) {
     if (m.type != "application/json" || m.param("g") != "apidiscovery.k8s.io" ||
@@ -92,6 +102,7 @@ json::Document metadata_only(const json::Value& v) {
 }
 
 StoreResult<json::Document> decode_body(std::string_view body, const MediaType& ctype) {
+  if (ctype.type == kProtobufMediaType) return decode_protobuf_object(body);
   if (ctype.type == "application/yaml" || ctype.type == "application/apply-patch+yaml") {
     auto docs = json::parse_yaml(body);
     if (!docs) {
@@ -104,7 +115,7 @@ StoreResult<json::Document> decode_body(std::string_view body, const MediaType& 
       !ctype.type.ends_with("+json")) {
     return fail(errors::unsupported_media_type(
         "the body of the request was in an unknown format - accepted media types include: application/json, "
-        "application/yaml"));
+        "application/yaml, application/vnd.kubernetes.protobuf"));
   }
   auto doc = json::Document::parse(body);
   if (!doc) return fail(errors::bad_request("the object provided is unrecognized: " + doc.error().message));

@@ -220,23 +220,26 @@ StoreResult<Document> ConvertingStore::write_at_version(const ResourceInfo& r, s
   return out;
 }
 
-StoreResult<Document> ConvertingStore::create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run) {
-  return write_at_version(r, "", std::move(obj),
-                [&](const ResourceInfo& at, Document o) { return store_.create(at, ns, std::move(o), dry_run); });
+StoreResult<Document> ConvertingStore::create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run,
+                                              std::string_view field_manager) {
+  return write_at_version(r, "", std::move(obj), [&](const ResourceInfo& at, Document o) {
+    return store_.create(at, ns, std::move(o), dry_run, field_manager);
+  });
 }
 
 StoreResult<Document> ConvertingStore::update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                              Document obj, std::string_view sub, bool dry_run) {
+                                              Document obj, std::string_view sub, bool dry_run,
+                                              std::string_view field_manager) {
   return write_at_version(r, sub, std::move(obj), [&](const ResourceInfo& at, Document o) {
-    return store_.update(at, ns, name, std::move(o), sub, dry_run);
+    return store_.update(at, ns, name, std::move(o), sub, dry_run, field_manager);
   });
 }
 
 StoreResult<Document> ConvertingStore::patch(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                              PatchKind kind, std::string_view body, std::string_view sub,
-                                             std::string_view field_manager, bool dry_run) {
+                                             std::string_view field_manager, bool dry_run, bool force) {
   auto c = sub == "scale" ? std::nullopt : conversion_for(r);
-  if (!c) return store_.patch(r, ns, name, kind, body, sub, field_manager, dry_run);
+  if (!c) return store_.patch(r, ns, name, kind, body, sub, field_manager, dry_run, force);
   // The patch applies to the object at the requested version: read, convert, patch here, then
   // write back with the resourceVersion read (retrying when someone wrote in between).
   auto decoded = decode_patch(kind, body, true);
@@ -248,7 +251,7 @@ StoreResult<Document> ConvertingStore::patch(const ResourceInfo& r, std::string_
       if (current.error().code == 404 && kind == PatchKind::Apply && sub.empty()) {
         Document obj = patch;
         (void)json::set_string(obj, "/metadata/name", name);
-        return create(r, ns, std::move(obj), dry_run);
+        return create(r, ns, std::move(obj), dry_run, field_manager);
       }
       return current;
     }
@@ -257,7 +260,8 @@ StoreResult<Document> ConvertingStore::patch(const ResourceInfo& r, std::string_
     if (json::string_at(target.root(), "/metadata/name") != name) {
       return fail(errors::name_mismatch(json::string_at(target.root(), "/metadata/name"), name));
     }
-    auto out = update(r, ns, name, std::move(target), sub, dry_run);
+    // Through a conversion webhook an apply is recorded as an Update by its manager.
+    auto out = update(r, ns, name, std::move(target), sub, dry_run, field_manager);
     if (!out && out.error().code == 409 && attempt < kPatchConflictRetries) continue;
     return out;
   }

@@ -42,12 +42,14 @@ class ConvertingStore {
   StoreResult<json::Document> get(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                   std::string_view subresource);
   StoreResult<std::string> list(const ResourceInfo& r, std::string_view ns, const ListRequest& req);
-  StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj, bool dry_run);
+  StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj, bool dry_run,
+                                     std::string_view field_manager = {});
   StoreResult<json::Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                     json::Document obj, std::string_view subresource, bool dry_run);
+                                     json::Document obj, std::string_view subresource, bool dry_run,
+                                     std::string_view field_manager = {});
   StoreResult<json::Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name, PatchKind kind,
                                     std::string_view body, std::string_view subresource,
-                                    std::string_view field_manager, bool dry_run);
+                                    std::string_view field_manager, bool dry_run, bool force = false);
   StoreResult<json::Document> remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                      const DeleteRequest& req);
   StoreResult<std::string> remove_collection(const ResourceInfo& r, std::string_view ns, const ListRequest& selector,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "localcluster/validation_rules.h"
+
 namespace unitrain::localcluster {
 namespace {
 
@@ -129,6 +131,8 @@ Result<CrdDefinition, std::vector<FieldError>> parse_crd(const Value& crd) {
       if (const Value* s = json::find(v, "/schema/openAPIV3Schema")) {
         cv.schema = json::Document::copy_of(*s);
         cv.schema_has_defaults = schema_has_defaults(*s);
+        std::vector<FieldError> rule_errs = check_rules(*s, field + ".schema.openAPIV3Schema");
+        errs.insert(errs.end(), rule_errs.begin(), rule_errs.end());
       }
       if (const Value* pc = json::find(v, "/additionalPrinterColumns"); pc != nullptr && pc->IsArray()) {
         cv.printer_columns = json::Document::copy_of(*pc);

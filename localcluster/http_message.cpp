@@ -1,5 +1,8 @@
 #include "localcluster/http_message.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace unitrain::localcluster {
 
 HttpReply error_reply(const StatusError& e) {
@@ -70,8 +73,11 @@ std::string query_value(const Query& q, std::string_view key) {
 }
 
 bool query_flag(const Query& q, std::string_view key) {
-  auto v = query_value(q, key);
-  return v == "1" || v == "true" || v == "True";
+  auto it = q.find(key);
+  if (it == q.end()) return false;
+  std::string v = it->second;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  return v != "0" && v != "false";
 }
 
 std::string_view trim(std::string_view s) {

@@ -48,7 +48,9 @@ std::vector<std::string> split_path(std::string_view path);
 
 // The parameter's value, "" when absent.
 std::string query_value(const Query& q, std::string_view key);
-// Whether the parameter is set to a Go-style true ("1", "true", "True").
+// Whether a boolean parameter is true as kube-apiserver's parameter codec reads it
+// (runtime.Convert_Slice_string_To_bool): present and neither "0" nor "false" in any case, so
+// "", "yes" and "maybe" are true.
 bool query_flag(const Query& q, std::string_view key);
 
 // Spaces and tabs trimmed from both ends (header values).

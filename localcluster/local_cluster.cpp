@@ -8,6 +8,7 @@
 
 #include "localcluster/kubeconfig_out.h"
 #include "localcluster/memory_store.h"
+#include "localcluster/persistence.h"
 #include "localcluster/server.h"
 #include "localcluster/tls.h"
 
@@ -27,17 +28,59 @@ Result<std::string> load_or_make_token(const std::optional<std::string>& state_d
     std::getline(in, t);
     if (!t.empty()) return t;
   }
-  fs::create_directories(p.parent_path(), ec);
+  if (auto st = make_private_dir(*state_dir); !st) return fail(st.error());
   std::string t = random_token();
-  std::ofstream out(p, std::ios::trunc);
-  out << t << "\n";
-  out.close();
-  if (!out) return fail("state dir: cannot write " + p.string());
-  fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write, ec);
+  if (auto st = write_private_file(p.string(), t + "\n"); !st) return fail(st.error());
   return t;
 }
 
+bool is_ipv4_loopback(std::string_view h) {
+  if (!h.starts_with("127.")) return false;
+  int parts = 0;
+  while (!h.empty()) {
+    size_t dot = h.find('.');
+    std::string_view part = h.substr(0, dot);
+    if (part.empty() || part.size() > 3 || part.find_first_not_of("0123456789") != std::string_view::npos ||
+        std::stoi(std::string(part)) > 255) {
+      return false;
+    }
+    ++parts;
+    h = dot == std::string_view::npos ? std::string_view{} : h.substr(dot + 1);
+  }
+  return parts == 4;
+}
+
 }  // namespace
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1") return true;
+  if (host.starts_with("::ffff:")) host.remove_prefix(7);
+  return is_ipv4_loopback(host);
+}
+
+Exposure check_exposure(const LocalClusterOptions& o) {
+  Exposure e;
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  const bool remote = !is_loopback_host(host);
+  if (remote && !o.tls) {
+    std::string where = host.empty() ? "every interface" : host;
+    if (!o.insecure_allow_remote) {
+      e.refusal = "--listen " + o.listen + ": " + where +
+                  " is reachable from other machines, and without --tls every Secret would be served " +
+                  (o.token ? "to anyone who sees the token in clear" : "to anyone") +
+                  "; add --tls (a bearer token is then required), listen on 127.0.0.1, or accept the "
+                  "exposure with --insecure-allow-remote";
+      return e;
+    }
+    e.warnings.push_back("--insecure-allow-remote: serving plain HTTP on " + where + (o.token ? "" : " without a token") +
+                         "; anyone who reaches it can read every Secret");
+  }
+  if (o.token && !o.tls) {
+    e.warnings.push_back("--token without --tls: the bearer token travels in clear over HTTP");
+  }
+  return e;
+}
 
 LocalCluster::LocalCluster(LocalClusterOptions options)
     : options_(std::move(options)), faults_(std::make_shared<FaultInjector>(options_.faults)) {}
@@ -88,6 +131,9 @@ Status LocalCluster::start_server(const std::string& listen) {
 Status LocalCluster::start() {
   std::lock_guard lifecycle(lifecycle_mu_);
   if (server_) return fail("local cluster: already started");
+  auto exposure = check_exposure(options_);
+  if (exposure.refusal) return fail(*exposure.refusal);
+  for (const auto& w : exposure.warnings) spdlog::warn("localcluster: {}", w);
   if (auto s = open_store(); !s) return s;
   if (auto s = start_server(options_.listen); !s) return s;
 
@@ -168,11 +214,11 @@ uint16_t LocalCluster::port() const { return server_ ? server_->port() : 0; }
 const std::string& LocalCluster::kubeconfig_path() const { return kubeconfig_path_; }
 Store& LocalCluster::store() { return *store_; }
 
-void LocalCluster::append_pod_log(std::string_view ns, std::string_view pod, std::string_view line) {
-  if (server_) server_->append_pod_log(ns, pod, line);
+void LocalCluster::append_pod_log(const ContainerLogLine& line) {
+  if (server_) server_->append_pod_log(line);
 }
-void LocalCluster::clear_pod_log(std::string_view ns, std::string_view pod) {
-  if (server_) server_->clear_pod_log(ns, pod);
+void LocalCluster::clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container) {
+  if (server_) server_->clear_pod_log(ns, pod, container);
 }
 const RequestMetrics& LocalCluster::metrics() const { return server_ ? server_->metrics() : no_metrics_; }
 

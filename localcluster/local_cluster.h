@@ -11,8 +11,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/base/result.h"
+#include "localcluster/container_log.h"
 #include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
@@ -32,6 +34,8 @@ struct LocalClusterOptions {
   // Where to write the kubeconfig; nothing is written when unset.
   std::optional<std::string> kubeconfig_out;
   int threads = 2;
+  // Serve a non-loopback address without TLS (see check_exposure); a warning is logged instead.
+  bool insecure_allow_remote = false;
   // Where webhook Services are reached (see add_service_endpoint).
   WebhookOptions webhooks;
   // Faults the server injects from the start (see faults.h); changeable later through faults()
@@ -41,6 +45,18 @@ struct LocalClusterOptions {
   // it by reference: made once the store is open, destroyed before it closes (stop, restart).
   std::function<std::shared_ptr<void>(Store&)> attach;
 };
+
+// Whether `listen` may be served as configured. The cluster holds every Secret and answers
+// anyone who reaches it: a non-loopback address (0.0.0.0, ::, a LAN address) needs TLS (which
+// always comes with a bearer token) unless `insecure_allow_remote` accepts the exposure, which
+// is then a warning; a token sent over plain HTTP travels in clear, which is a warning too.
+struct Exposure {
+  std::optional<std::string> refusal;  // why the address must not be served
+  std::vector<std::string> warnings;
+};
+Exposure check_exposure(const LocalClusterOptions& options);
+// 127.0.0.0/8, ::1, ::ffff:127.x.x.x and "localhost"; `host` as in --listen, brackets allowed.
+bool is_loopback_host(std::string_view host);
 
 class LocalCluster {
  public:
@@ -67,8 +83,9 @@ class LocalCluster {
 
   // For in-process controllers (garbage collector, scheduler, kubelet) and tests.
   Store& store();
-  void append_pod_log(std::string_view ns, std::string_view pod, std::string_view line);
-  void clear_pod_log(std::string_view ns, std::string_view pod);
+  // Container output for `kubectl logs` (the kubelet's log sink: see kubelet_log_sink).
+  void append_pod_log(const ContainerLogLine& line);
+  void clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container);
   const RequestMetrics& metrics() const;
   FaultInjector& faults() { return *faults_; }
   // From now on only `token` is accepted (also after a restart), as when a bound

@@ -111,11 +111,12 @@ std::string MemoryStore::resource_version() const {
   return std::to_string(state_->rv);
 }
 
-StoreResult<Document> MemoryStore::create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run) {
+StoreResult<Document> MemoryStore::create(const ResourceInfo& r, std::string_view ns, Document obj, bool dry_run,
+                                          std::string_view field_manager) {
   PendingNotifications p;
   StoreResult<Document> out = [&]() -> StoreResult<Document> {
     std::lock_guard l(state_->mu);
-    return create_locked(r, ns, std::move(obj), dry_run, p);
+    return create_locked(r, ns, std::move(obj), dry_run, p, FieldOwner{field_manager});
   }();
   p.fire();
   return out;
@@ -141,12 +142,11 @@ StoreResult<std::string> MemoryStore::list(const ResourceInfo& r, std::string_vi
 
 StoreResult<Document> MemoryStore::patch(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                          PatchKind kind, std::string_view body, std::string_view subresource,
-                                         std::string_view field_manager, bool dry_run) {
-  (void)field_manager;
+                                         std::string_view field_manager, bool dry_run, bool force) {
   PendingNotifications p;
   StoreResult<Document> out = [&]() -> StoreResult<Document> {
     std::lock_guard l(state_->mu);
-    return patch_locked(r, ns, name, kind, body, subresource, dry_run, p);
+    return patch_locked(r, ns, name, kind, body, subresource, dry_run, p, FieldOwner{field_manager, nullptr, force});
   }();
   p.fire();
   return out;

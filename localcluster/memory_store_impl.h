@@ -58,6 +58,14 @@ struct StoreState {
   std::unique_ptr<PersistentLog> log;
 };
 
+// Who writes, for managedFields: the request's fieldManager and, for an apply patch, its
+// configuration and whether conflicts are forced.
+struct FieldOwner {
+  std::string_view manager;
+  const json::Value* apply_config = nullptr;
+  bool force = false;
+};
+
 class MemoryStore final : public Store {
  public:
   explicit MemoryStore(const StoreOptions& options);
@@ -70,15 +78,16 @@ class MemoryStore final : public Store {
   std::string resource_version() const override;
 
   StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj,
-                                     bool dry_run) override;
+                                     bool dry_run, std::string_view field_manager) override;
   StoreResult<json::Document> get(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                   std::string_view subresource) const override;
   StoreResult<std::string> list(const ResourceInfo& r, std::string_view ns, const ListRequest& req) const override;
   StoreResult<json::Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                     json::Document obj, std::string_view subresource, bool dry_run) override;
+                                     json::Document obj, std::string_view subresource, bool dry_run,
+                                     std::string_view field_manager) override;
   StoreResult<json::Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name, PatchKind kind,
                                     std::string_view body, std::string_view subresource,
-                                    std::string_view field_manager, bool dry_run) override;
+                                    std::string_view field_manager, bool dry_run, bool force) override;
   StoreResult<json::Document> remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                      const DeleteRequest& req) override;
   StoreResult<std::string> remove_collection(const ResourceInfo& r, std::string_view ns, const ListRequest& selector,
@@ -111,21 +120,30 @@ class MemoryStore final : public Store {
   // ---- create and update (memory_store_write.cpp) ----
   StoreResult<void> check_namespace(const Served& s, std::string_view ns, json::Document& obj) const;
   // Defaulting and validation every create and update get: schema pruning, defaults and
-  // validation for custom resources, built-in defaulting otherwise. `name` names the errors.
-  StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name);
+  // validation (with x-kubernetes-validations rules) for custom resources, built-in defaulting
+  // otherwise; label and annotation syntax for every kind. `name` names the errors; `old` is the
+  // stored object on update (transition rules compare with it), null on create.
+  StoreResult<void> admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
+                              json::Document& obj);
+  StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name,
+                                         const json::Value* old);
   // A CRD being written: defaulted, validated, its status set; registered once committed.
   StoreResult<std::shared_ptr<const CrdDefinition>> prepare_crd(const Served& s, json::Document& obj,
                                                                 const std::string& name);
+  // managedFields of a write (managed_fields.h): an Update by `owner.manager`, or an Apply of
+  // `owner.apply_config`. Nothing is recorded without a manager.
+  StoreResult<void> record_fields(const Served& s, const json::Value* old, json::Document& next,
+                                  std::string_view subresource, const FieldOwner& owner) const;
   StoreResult<json::Document> create_locked(const ResourceInfo& r, std::string_view ns_in, json::Document obj,
-                                            bool dry_run, PendingNotifications& p);
+                                            bool dry_run, PendingNotifications& p, const FieldOwner& owner = {});
   StoreResult<json::Document> update_locked(const Served& s, Table& t, const std::string& key, DocPtr existing,
                                             json::Document obj, std::string_view subresource, bool dry_run,
-                                            PendingNotifications& p);
+                                            PendingNotifications& p, const FieldOwner& owner = {});
 
   // ---- patch and scale (memory_store_patch.cpp) ----
   StoreResult<json::Document> patch_locked(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                            PatchKind kind, std::string_view body, std::string_view subresource,
-                                           bool dry_run, PendingNotifications& p);
+                                           bool dry_run, PendingNotifications& p, const FieldOwner& owner);
   StoreResult<json::Document> scale_of(const Served& s, const json::Document& obj) const;
   StoreResult<json::Document> update_scale(const Served& s, std::string_view ns, std::string_view name,
                                            const json::Document& scale, bool dry_run, PendingNotifications& p);

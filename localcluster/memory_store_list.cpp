@@ -1,5 +1,7 @@
 // Lists in the memory store: label and field selectors, paging with limit and continue tokens,
 // and the resourceVersion semantics of a list (NotOlderThan, Exact, too large).
+#include <algorithm>
+
 #include "localcluster/continue_token.h"
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
@@ -49,10 +51,19 @@ StoreResult<std::string> MemoryStore::list_locked(const ResourceInfo& r, std::st
       return fail(errors::bad_request("specifying resource version is not allowed when using continue"));
     }
     auto token = decode_continue_token(req.continue_token);
-    if (!token) return fail(errors::bad_request("continue key is not valid: " + req.continue_token));
-    // Pages after the first report the first page's resourceVersion. Objects changed since
-    // then are shown as they are now (the store keeps no history beyond the watch window).
-    list_rv = token->resource_version;
+    if (!token) return fail(errors::bad_request("invalid continue token: " + token.error().message));
+    if (token->resource_version > 0) {
+      const auto rv = static_cast<uint64_t>(token->resource_version);
+      if (rv > state_->rv) return fail(errors::too_large_resource_version(rv, state_->rv));
+      // The watch window stands for etcd's history: a token from before it (or from before a
+      // restart) is expired, as after an etcd compaction.
+      if (rv < t.watch.evicted_rv) {
+        return fail(errors::continue_expired(encode_continue_token({-1, token->start_after})));
+      }
+      // Pages after the first report the first page's resourceVersion. Objects changed since
+      // then are shown as they are now (the store keeps no history beyond the watch window).
+      list_rv = rv;
+    }
     start_after = std::move(token->start_after);
   } else if (!req.resource_version.empty() && req.resource_version != "0") {
     auto rv = parse_resource_version(req.resource_version);
@@ -80,7 +91,7 @@ StoreResult<std::string> MemoryStore::list_locked(const ResourceInfo& r, std::st
   // Select first, then build the output in one exactly-sized buffer: a 10k-pod list is ~9 MB
   // and growing strings by doubling costs more than the copying itself.
   std::vector<TextPtr> selected;
-  if (req.limit > 0) selected.reserve(static_cast<size_t>(req.limit));
+  if (req.limit > 0) selected.reserve(std::min(static_cast<size_t>(req.limit), t.objects.size()));
   std::string last_key;
   Iter it = begin;
   bool more = false;
@@ -104,7 +115,7 @@ StoreResult<std::string> MemoryStore::list_locked(const ResourceInfo& r, std::st
   std::string head = "{\"kind\":\"" + s->info.list_kind + "\",\"apiVersion\":\"" + s->info.api_version() +
                      "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(list_rv) + "\"";
   if (more) {
-    head += ",\"continue\":\"" + encode_continue_token({list_rv, last_key}) + "\"";
+    head += ",\"continue\":\"" + encode_continue_token({static_cast<int64_t>(list_rv), last_key}) + "\"";
     if (!filtered) {
       int64_t remaining = std::distance(it, end);
       head += ",\"remainingItemCount\":" + std::to_string(remaining);

@@ -5,9 +5,12 @@
 #include <algorithm>
 
 #include "localcluster/builtin_defaults.h"
+#include "localcluster/managed_fields.h"
 #include "localcluster/memory_store_impl.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/object_names.h"
+#include "localcluster/pod_admission.h"
+#include "localcluster/validation_rules.h"
 
 namespace unitrain::localcluster {
 namespace {
@@ -25,12 +28,15 @@ std::string random_suffix(std::mt19937_64& rng) {
   return s;
 }
 
-std::vector<FieldError> custom_resource_checks(const Served& s, Document& obj) {
+std::vector<FieldError> custom_resource_checks(const Served& s, Document& obj, const Value* old) {
   if (s.version == nullptr || !s.version->schema.root().IsObject()) return {};
   const Value& schema = s.version->schema.root();
   prune(obj.root(), schema, obj.alloc());
   apply_defaults(obj.root(), schema, obj.alloc());
-  return validate_schema(obj.root(), schema);
+  std::vector<FieldError> errs = validate_schema(obj.root(), schema);
+  std::vector<FieldError> rule_errs = validate_rules(obj.root(), old, schema);
+  errs.insert(errs.end(), rule_errs.begin(), rule_errs.end());
+  return errs;
 }
 
 bool spec_changed(const Served& s, const Value& a, const Value& b) {
@@ -80,7 +86,8 @@ std::vector<FieldError> job_template_update_errors(const Value& old_job, const V
 }  // namespace
 
 StoreResult<Document> MemoryStore::update(const ResourceInfo& r, std::string_view ns, std::string_view name,
-                                          Document obj, std::string_view subresource, bool dry_run) {
+                                          Document obj, std::string_view subresource, bool dry_run,
+                                          std::string_view field_manager) {
   PendingNotifications p;
   StoreResult<Document> out = [&]() -> StoreResult<Document> {
     std::lock_guard l(state_->mu);
@@ -100,7 +107,8 @@ StoreResult<Document> MemoryStore::update(const ResourceInfo& r, std::string_vie
                                   {invalid_value_text("metadata.resourceVersion", "0x0",
                                                       "must be specified for an update")}));
     }
-    return update_locked(*s, t, it->first, it->second.doc, std::move(obj), subresource, dry_run, p);
+    return update_locked(*s, t, it->first, it->second.doc, std::move(obj), subresource, dry_run, p,
+                         FieldOwner{field_manager});
   }();
   p.fire();
   return out;
@@ -117,10 +125,33 @@ StoreResult<void> MemoryStore::check_namespace(const Served& s, std::string_view
   return {};
 }
 
-StoreResult<void> MemoryStore::default_and_validate(const Served& s, Document& obj, const std::string& name) {
-  std::vector<FieldError> errs;
+// LimitRange defaults, then ResourceQuota, over the namespace as it is now (under the lock).
+StoreResult<void> MemoryStore::admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
+                                         Document& obj) {
+  auto in_namespace = [&](const char* skey) {
+    std::vector<const Value*> out;
+    auto t = state_->tables.find(skey);
+    if (t == state_->tables.end()) return out;
+    std::string lo = ns + "/", hi = ns + "0";  // '0' follows '/' in ASCII
+    for (auto it = t->second.objects.lower_bound(lo); it != t->second.objects.lower_bound(hi); ++it)
+      out.push_back(&it->second.doc->root());
+    return out;
+  };
+  if (auto ranges = in_namespace("/limitranges"); !ranges.empty()) apply_limit_ranges(obj, ranges);
+  // The namespace's pods are only read when a quota needs them: creates stay O(1) without one.
+  auto quotas = in_namespace("/resourcequotas");
+  if (quotas.empty()) return {};
+  if (auto refusal = quota_refusal(obj.root(), quotas, in_namespace("/pods")))
+    return fail(errors::forbidden(pods, name, *refusal));
+  return {};
+}
+
+StoreResult<void> MemoryStore::default_and_validate(const Served& s, Document& obj, const std::string& name,
+                                                     const Value* old) {
+  std::vector<FieldError> errs = validate_labels_and_annotations(obj.root());
   if (s.crd != nullptr) {
-    errs = custom_resource_checks(s, obj);
+    std::vector<FieldError> cr = custom_resource_checks(s, obj, old);
+    errs.insert(errs.end(), cr.begin(), cr.end());
     set_member(obj, "apiVersion", Value((s.info.group + "/" + s.crd->storage_version).c_str(), obj.alloc()));
   } else {
     default_builtin(s.info, obj, state_->rng);
@@ -135,11 +166,36 @@ StoreResult<std::shared_ptr<const CrdDefinition>> MemoryStore::prepare_crd(const
   auto def = parse_crd(obj.root());
   if (!def) return fail(errors::invalid(s.info, name, def.error()));
   set_crd_status(obj, *def, now_rfc3339());
+  // A version objects may still be stored in cannot leave spec.versions (kube-apiserver refuses
+  // the update; dropping it would strand those objects).
+  std::vector<FieldError> errs;
+  const auto stored = json::strings_at(obj.root(), "/status/storedVersions");
+  for (size_t i = 0; i < stored.size(); ++i) {
+    auto served = std::find_if(def->versions.begin(), def->versions.end(),
+                               [&](const CrdVersion& v) { return v.name == stored[i]; });
+    if (served == def->versions.end()) {
+      errs.push_back(invalid_value_text("status.storedVersions[" + std::to_string(i) + "]", "\"" + stored[i] + "\"",
+                                        "must appear in spec.versions"));
+    }
+  }
+  if (!errs.empty()) return fail(errors::invalid(s.info, name, errs));
   return std::make_shared<const CrdDefinition>(std::move(*def));
 }
 
+StoreResult<void> MemoryStore::record_fields(const Served& s, const Value* old, Document& next,
+                                             std::string_view subresource, const FieldOwner& owner) const {
+  if (owner.manager.empty()) return {};
+  FieldsContext ctx;
+  ctx.custom_resource = s.crd != nullptr;
+  if (s.version != nullptr && s.version->schema.root().IsObject()) ctx.schema = &s.version->schema.root();
+  FieldManagerRequest req{std::string(owner.manager), s.info.api_version(), std::string(subresource), now_rfc3339()};
+  if (owner.apply_config != nullptr) return record_apply(old, *owner.apply_config, next, ctx, req, owner.force);
+  record_update(old, next, ctx, req);
+  return {};
+}
+
 StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::string_view ns_in, Document obj,
-                                                 bool dry_run, PendingNotifications& p) {
+                                                 bool dry_run, PendingNotifications& p, const FieldOwner& owner) {
   const Served* s = lookup(r);
   if (s == nullptr) return fail(errors::resource_not_found());
   if (!obj.root().IsObject()) return fail(errors::bad_request("the body of the request must be a JSON object"));
@@ -202,9 +258,22 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
   if (s->info.group.empty() && s->info.resource == "namespaces") {
     (void)json::set_string(obj, "/status/phase", "Active");
   }
+  if (s->info.group.empty() && (s->info.resource == "persistentvolumeclaims" || s->info.resource == "persistentvolumes")) {
+    (void)json::set_string(obj, "/status/phase", "Pending");
+  }
   if (s->info.group == "batch" && s->info.resource == "jobs") default_job_selector(obj);
-  auto adm = default_and_validate(*s, obj, name);
+  if (const Value* sent = json::find(obj.root(), "/metadata/managedFields");
+      sent == nullptr || !sent->IsArray() || sent->Empty()) {
+    // managedFields sent on create are kept as they are (what a dry run computed, a restore).
+    meta_remove(obj, "managedFields");
+    if (auto st = record_fields(*s, nullptr, obj, "", owner); !st) return fail(std::move(st).error());
+  }
+  auto adm = default_and_validate(*s, obj, name, nullptr);
   if (!adm) return fail(std::move(adm).error());
+  if (s->info.group.empty() && s->info.resource == "pods") {
+    auto admitted = admit_pod(s->info, ns, name, obj);
+    if (!admitted) return fail(std::move(admitted).error());
+  }
   std::shared_ptr<const CrdDefinition> crd;
   if (is_crd(s->info)) {
     auto def = prepare_crd(*s, obj, name);
@@ -220,7 +289,7 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
 
 StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, const std::string& key,
                                                  DocPtr existing, Document obj, std::string_view subresource,
-                                                 bool dry_run, PendingNotifications& p) {
+                                                 bool dry_run, PendingNotifications& p, const FieldOwner& owner) {
   const Value& old = existing->root();
   std::string name = json::string_at(old, "/metadata/name");
   std::string old_rv = json::string_at(old, "/metadata/resourceVersion");
@@ -232,6 +301,7 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
     if (!s.info.has_status) return fail(errors::resource_not_found());
     next = *existing;
     set_member(next, "status", member_or_null(obj.root(), "status"));
+    if (const Value* sent = json::find(obj.root(), "/metadata/managedFields")) meta_set(next, "managedFields", *sent);
   } else if (!subresource.empty()) {
     return fail(errors::resource_not_found());
   } else {
@@ -259,7 +329,12 @@ StoreResult<Document> MemoryStore::update_locked(const Served& s, Table& t, cons
     }
   }
   meta_set_string(next, "resourceVersion", old_rv);
-  auto adm = default_and_validate(s, next, name);
+  if (json::find(next.root(), "/metadata/managedFields") == nullptr) {
+    // A writer that dropped managedFields (built the object afresh) does not erase them.
+    if (const Value* kept = json::find(old, "/metadata/managedFields")) meta_set(next, "managedFields", *kept);
+  }
+  if (auto st = record_fields(s, &old, next, subresource, owner); !st) return fail(std::move(st).error());
+  auto adm = default_and_validate(s, next, name, &old);
   if (!adm) return fail(std::move(adm).error());
   if (subresource.empty() && s.info.group == "batch" && s.info.resource == "jobs") {
     if (auto errs = job_template_update_errors(old, next.root()); !errs.empty())

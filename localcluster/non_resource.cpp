@@ -82,6 +82,44 @@ std::string openapi_document(const Store& store, const std::vector<ResourceInfo>
   return openapi_v3_group_version(openapi_resources(store, resources, group, version));
 }
 
+// What kubectl asks for ('@' is not a valid media type character, so kube-openapi answers with the
+// dotted form, which Go's mime parser accepts).
+constexpr std::string_view kOpenApiV2ProtobufAccepted = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+constexpr std::string_view kOpenApiV2Protobuf = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+// /openapi/v2 in the first representation the Accept header lists that is served: JSON or
+// gnostic protobuf (kubectl asks for protobuf only); 406 when neither is acceptable.
+HttpReply openapi_v2_reply(const HttpRequest& req, const Store& store, const std::vector<ResourceInfo>& resources,
+                           const std::string& version) {
+  bool protobuf = false, acceptable = req.accept.empty();
+  for (const auto& m : parse_accept(req.accept)) {
+    if (m.type == kOpenApiV2Protobuf || m.type == kOpenApiV2ProtobufAccepted) {
+      protobuf = acceptable = true;
+      break;
+    }
+    if (m.type == "application/json" || m.type == "*/*" || m.type == "application/*") {
+      acceptable = true;
+      break;
+    }
+  }
+  if (!acceptable) {
+    return error_reply(errors::status(406, "NotAcceptable",
+                                      "only the following media types are accepted: application/json, " +
+                                          std::string(kOpenApiV2Protobuf)));
+  }
+  std::vector<OpenApiResource> all;
+  std::vector<std::pair<std::string, std::string>> gvs;
+  for (const auto& r : resources) {
+    std::pair<std::string, std::string> gv{r.group, r.version};
+    if (std::find(gvs.begin(), gvs.end(), gv) != gvs.end()) continue;
+    gvs.push_back(gv);
+    for (auto& o : openapi_resources(store, resources, r.group, r.version)) all.push_back(std::move(o));
+  }
+  auto doc = openapi_v2_document(all, version);
+  if (protobuf) return HttpReply{200, std::string(kOpenApiV2Protobuf), openapi_v2_protobuf(doc.root()), {}};
+  return HttpReply{200, "application/json", doc.dump(), {}};
+}
+
 }  // namespace
 
 HttpReply serve_non_resource(const HttpRequest& req, const std::vector<std::string>& segs,
@@ -119,7 +157,9 @@ HttpReply serve_non_resource(const HttpRequest& req, const std::vector<std::stri
     auto doc = openapi_document(context.store, resources, segs);
     if (!doc.empty()) return HttpReply{200, "application/json", std::move(doc), {}};
   }
-  // No OpenAPI v2: kubectl 1.32 reads v3 for field validation and explain.
+  if (segs.size() == 2 && segs[0] == "openapi" && segs[1] == "v2") {
+    return openapi_v2_reply(req, context.store, resources, context.git_version);
+  }
   return error_reply(errors::resource_not_found());
 }
 

@@ -1,5 +1,7 @@
 #include "localcluster/object_meta.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/api/time.h"
@@ -100,7 +102,12 @@ std::string object_key(const ResourceInfo& r, std::string_view ns, std::string_v
   return r.namespaced ? std::string(ns) + "/" + std::string(name) : std::string(name);
 }
 
-std::string now_rfc3339(std::chrono::seconds later) { return api::format_time(api::Clock::now() + later); }
+std::string now_rfc3339(std::chrono::seconds later) {
+  // A grace period is any int64 a client or a pod spec gives: kept within a century, which no
+  // real grace period reaches, so that adding it to now cannot overflow the clock's range.
+  constexpr std::chrono::seconds kFurthest = std::chrono::hours(24 * 365 * 100);
+  return api::format_time(api::Clock::now() + std::clamp(later, -kFurthest, kFurthest));
+}
 
 std::optional<uint64_t> parse_resource_version(std::string_view text) {
   if (text.empty() || text.size() > 19) return std::nullopt;

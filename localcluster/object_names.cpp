@@ -1,5 +1,9 @@
 #include "localcluster/object_names.h"
 
+#include <cctype>
+
+#include "core/api/labels.h"
+
 namespace unitrain::localcluster {
 namespace {
 
@@ -64,6 +68,45 @@ std::optional<std::string> check_object_name(const ResourceInfo& r, std::string_
   if (r.group.empty() && r.resource == "services") return check_dns1035_label(name);
   if (r.group == "rbac.authorization.k8s.io") return check_path_segment(name);
   return check_dns1123_subdomain(name);
+}
+
+namespace {
+
+constexpr size_t kTotalAnnotationSizeLimit = 256 * 1024;
+
+}  // namespace
+
+std::vector<FieldError> validate_labels_and_annotations(const json::Value& object) {
+  std::vector<FieldError> errs;
+  const json::Value* labels = json::find(object, "/metadata/labels");
+  if (labels != nullptr && labels->IsObject()) {
+    for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it) {
+      for (const std::string& m : api::validate_qualified_name(json::view(it->name))) {
+        errs.push_back(invalid_value("metadata.labels", it->name, m));
+      }
+      if (!it->value.IsString()) continue;  // the decoder refuses non-strings before this
+      for (const std::string& m : api::validate_label_value(json::view(it->value))) {
+        errs.push_back(invalid_value("metadata.labels", it->value, m));
+      }
+    }
+  }
+  const json::Value* annotations = json::find(object, "/metadata/annotations");
+  if (annotations != nullptr && annotations->IsObject()) {
+    size_t total = 0;
+    for (auto it = annotations->MemberBegin(); it != annotations->MemberEnd(); ++it) {
+      std::string lower(json::view(it->name));
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const std::string& m : api::validate_qualified_name(lower)) {
+        errs.push_back(invalid_value("metadata.annotations", it->name, m));
+      }
+      total += it->name.GetStringLength() + (it->value.IsString() ? it->value.GetStringLength() : 0);
+    }
+    if (total > kTotalAnnotationSizeLimit) {
+      errs.push_back({"FieldValueTooLong", "metadata.annotations",
+                      "Too long: may not be more than " + std::to_string(kTotalAnnotationSizeLimit) + " bytes"});
+    }
+  }
+  return errs;
 }
 
 }  // namespace unitrain::localcluster

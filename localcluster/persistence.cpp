@@ -90,6 +90,29 @@ Status apply_record(const json::Value& rec, PersistedState& state, const std::st
 
 }  // namespace
 
+Status make_private_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail("state dir " + dir + ": " + ec.message());
+  if (::chmod(dir.c_str(), 0700) != 0) return fail("chmod 0700 " + dir + ": " + errno_text());
+  // Files left by an older version (or another umask) are tightened too.
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    if (::chmod(e.path().c_str(), 0600) != 0) return fail("chmod 0600 " + e.path().string() + ": " + errno_text());
+  }
+  if (ec) return fail("state dir " + dir + ": " + ec.message());
+  return {};
+}
+
+Status write_private_file(const std::string& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return fail("open " + path + ": " + errno_text());
+  Status st = ::fchmod(fd, 0600) == 0 ? Status{} : fail("chmod 0600 " + path + ": " + errno_text());
+  if (st) st = write_all(fd, data, path);
+  if (::close(fd) != 0 && st) st = fail("close " + path + ": " + errno_text());
+  return st;
+}
+
 PersistentLog::PersistentLog(std::string dir, uint64_t compact_bytes)
     : dir_(std::move(dir)), compact_bytes_(compact_bytes) {}
 
@@ -99,8 +122,9 @@ PersistentLog::~PersistentLog() {
 
 Status PersistentLog::open_log() {
   std::string path = dir_ + "/log.jsonl";
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) return fail("open " + path + ": " + errno_text());
+  if (::fchmod(fd_, 0600) != 0) return fail("chmod 0600 " + path + ": " + errno_text());
   struct stat st {};
   if (::fstat(fd_, &st) == 0) log_bytes_ = static_cast<uint64_t>(st.st_size);
   return {};
@@ -108,9 +132,7 @@ Status PersistentLog::open_log() {
 
 Result<std::unique_ptr<PersistentLog>> PersistentLog::open(const std::string& dir, uint64_t compact_bytes,
                                                            PersistedState& state) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return fail("state dir " + dir + ": " + ec.message());
+  if (auto st = make_private_dir(dir); !st) return fail(st.error());
   std::unique_ptr<PersistentLog> log(new PersistentLog(dir, compact_bytes));
 
   // Snapshot: first line {"rv":N}, then one {"res","key","obj"} per object. It is only ever
@@ -209,7 +231,7 @@ Status PersistentLog::append_delete(std::string_view storage_key, std::string_vi
 Status PersistentLog::compact(uint64_t rv, const std::vector<SnapshotItem>& objects) {
   std::string tmp = dir_ + "/snapshot.jsonl.tmp";
   std::string final_path = dir_ + "/snapshot.jsonl";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return fail("open " + tmp + ": " + errno_text());
   std::string buf = "{\"rv\":" + std::to_string(rv) + "}\n";
   Status st;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/result.h"
@@ -18,6 +19,13 @@ struct PersistedState {
   uint64_t resource_version = 0;
   std::map<std::string, std::map<std::string, std::string>> objects;
 };
+
+// The state directory holds Secret data, webhook CA keys, SSH keys and the bearer token: it is
+// mode 0700 and every file in it 0600 whatever the umask; an existing directory or file is
+// tightened to those modes by make_private_dir.
+Status make_private_dir(const std::string& dir);
+// Writes `data` to `path` (created or truncated) with mode 0600.
+Status write_private_file(const std::string& path, std::string_view data);
 
 class PersistentLog {
  public:

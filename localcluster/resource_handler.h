@@ -31,6 +31,11 @@ class ResourceHandler {
                  CallNotes& notes);
   HttpReply patch(const HttpRequest& req, const ResourceRoute& route, const MediaType& content_type, bool apply,
                   CallNotes& notes);
+  // The body's kind and apiVersion (with `type_meta`) and the fieldValidation directive for its
+  // undeclared fields: an error to answer with, or nothing (warnings added to `notes`).
+  std::optional<StatusError> check_body(const Query& q, const ResourceInfo& r, const json::Value& body,
+                                        std::string_view name, std::string_view options_kind, bool type_meta,
+                                        CallNotes& notes) const;
   // A store result (one object or a list) the way the client asked.
   HttpReply render(const ResourceInfo& r, const HttpRequest& req, unsigned status, const json::Value& v) const;
   HttpReply pod_log(const ResourceRoute& route, const Query& q);

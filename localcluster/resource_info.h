@@ -16,7 +16,7 @@ struct ResourceInfo {
   std::string list_kind;    // "PodList"
   bool namespaced = true;
   bool has_status = false;  // status subresource
-  bool has_scale = false;   // scale subresource (CRDs)
+  bool has_scale = false;   // scale subresource (CRDs that declare one, apps/v1 workloads)
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
   std::vector<std::string> verbs;  // create delete deletecollection get list patch update watch

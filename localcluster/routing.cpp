@@ -43,10 +43,14 @@ StoreResult<ResourceRoute> resolve_route(const Store& store, const std::vector<s
   if (!route.subresource.empty()) {
     bool ok = (route.subresource == "status" && route.info.has_status) ||
               (route.subresource == "scale" && route.info.has_scale) ||
-              (route.subresource == "log" && route.info.group.empty() && route.info.resource == "pods");
+              (is_pod_stream(route.subresource) && route.info.group.empty() && route.info.resource == "pods");
     if (!ok) return fail(errors::resource_not_found());
   }
   return route;
+}
+
+bool is_pod_stream(std::string_view subresource) {
+  return subresource == "log" || subresource == "exec" || subresource == "attach" || subresource == "portforward";
 }
 
 std::string metrics_verb(std::string_view method, const ResourceRoute& r, bool watch, bool apply) {

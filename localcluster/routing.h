@@ -25,6 +25,9 @@ StoreResult<ResourceRoute> resolve_route(const Store& store, const std::vector<s
 
 // The verb kube-apiserver's metrics name a request by: GET LIST WATCH POST PUT PATCH APPLY DELETE
 // DELETECOLLECTION (others: the HTTP method).
+// The pods subresources that stream from a container: log, exec, attach, portforward.
+bool is_pod_stream(std::string_view subresource);
+
 std::string metrics_verb(std::string_view method, const ResourceRoute& route, bool watch, bool apply);
 // Whether discovery lists `verb` for the resource (resources without a verb list allow all).
 bool has_verb(const ResourceInfo& r, std::string_view verb);

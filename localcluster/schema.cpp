@@ -219,6 +219,12 @@ FieldError invalid_value_text(std::string field, std::string_view repr, std::str
   return {"FieldValueInvalid", std::move(field), std::move(d)};
 }
 
+FieldError not_supported(std::string field, std::string_view value, const std::vector<std::string>& supported) {
+  std::string d = "Unsupported value: " + quote(value) + ": supported values: ";
+  for (size_t i = 0; i < supported.size(); ++i) d += (i ? ", " : "") + quote(supported[i]);
+  return {"FieldValueNotSupported", std::move(field), std::move(d)};
+}
+
 FieldError required_value(std::string field, std::string_view detail) {
   std::string d = "Required value";
   if (!detail.empty()) d += ": " + std::string(detail);
@@ -229,13 +235,20 @@ FieldError forbidden(std::string field, std::string_view detail) {
   return {"FieldValueForbidden", std::move(field), "Forbidden: " + std::string(detail)};
 }
 
-void prune(Value& object, const Value& schema, json::Allocator& alloc, bool root) {
+namespace {
+
+// Prunes `object`; with `removed`, also records the path of each field taken out
+// ("spec.runPolicy.cleanPodPolicyy", "spec.items[0].x").
+void prune_node(Value& object, const Value& schema, bool root, const std::string& path,
+                std::vector<std::string>* removed) {
   if (!schema.IsObject()) return;
   bool preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
   bool embedded = flag(schema, "x-kubernetes-embedded-resource");
   if (object.IsArray()) {
     if (const Value* items = member(schema, "items")) {
-      for (Value& item : object.GetArray()) prune(item, *items, alloc, false);
+      for (rapidjson::SizeType i = 0; i < object.Size(); ++i) {
+        prune_node(object[i], *items, false, path + "[" + std::to_string(i) + "]", removed);
+      }
     }
     return;
   }
@@ -249,21 +262,35 @@ void prune(Value& object, const Value& schema, json::Allocator& alloc, bool root
     const Value* sub = props != nullptr ? member(*props, it->name.GetString()) : nullptr;
     if ((root || embedded) && is_metadata_name(key)) {
       // metadata is validated by the API machinery, not the schema; keep it whole.
-      if (sub != nullptr && key != "metadata") prune(it->value, *sub, alloc, false);
+      if (sub != nullptr && key != "metadata") prune_node(it->value, *sub, false, join_path(path, key), removed);
       ++it;
       continue;
     }
     if (sub == nullptr && additional_schema) sub = additional;
     if (sub != nullptr) {
-      prune(it->value, *sub, alloc, false);
+      prune_node(it->value, *sub, false, join_path(path, key), removed);
       ++it;
     } else if (preserve || additional_any) {
       ++it;
     } else {
+      if (removed != nullptr) removed->push_back(join_path(path, key));
       it = object.EraseMember(it);
     }
   }
+}
+
+}  // namespace
+
+void prune(Value& object, const Value& schema, json::Allocator& alloc, bool root) {
   (void)alloc;
+  prune_node(object, schema, root, "", nullptr);
+}
+
+std::vector<std::string> unknown_fields(const Value& object, const Value& schema) {
+  json::Document copy = json::Document::copy_of(object);
+  std::vector<std::string> removed;
+  prune_node(copy.root(), schema, true, "", &removed);
+  return removed;
 }
 
 void apply_defaults(Value& object, const Value& schema, json::Allocator& alloc) {

@@ -21,12 +21,17 @@ FieldError invalid_value(std::string field, const json::Value& value, std::strin
 FieldError invalid_value_text(std::string field, std::string_view value_repr, std::string_view detail);
 FieldError required_value(std::string field, std::string_view detail = {});
 FieldError forbidden(std::string field, std::string_view detail);
+// `Unsupported value: "x": supported values: "a", "b"` (field.NotSupported).
+FieldError not_supported(std::string field, std::string_view value, const std::vector<std::string>& supported);
 // Go's %v / %q rendering of a JSON value the way field.Invalid shows it.
 std::string value_repr(const json::Value& v);
 
 // Removes fields the schema does not declare, except under x-kubernetes-preserve-unknown-fields.
 // At the root (and at x-kubernetes-embedded-resource nodes) apiVersion, kind and metadata stay.
 void prune(json::Value& object, const json::Value& schema, json::Allocator& alloc, bool root = true);
+// The fields prune() would remove from `object` (a whole custom resource), as paths
+// ("spec.runPolicy.cleanPodPolicyy", "spec.items[0].x"), in document order.
+std::vector<std::string> unknown_fields(const json::Value& object, const json::Value& schema);
 // Applies `default` values of properties that are missing (recursively, after pruning).
 void apply_defaults(json::Value& object, const json::Value& schema, json::Allocator& alloc);
 // Validates `object` (a whole custom resource) against `schema`. metadata is not walked here.

@@ -58,6 +58,8 @@ using Request = http::request<http::string_body>;
 
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kBodyLimit = 64u << 20;
+// Go's http.DefaultMaxHeaderBytes, kube-apiserver's: long label selectors fit in a request line.
+constexpr size_t kHeaderLimit = 1u << 20;
 
 // The request as the Beast-free handlers see it; its body refers to `req`.
 HttpRequest to_http_request(const Request& req) {
@@ -105,10 +107,25 @@ class Conn {
 
   beast::tcp_stream& lowest() { return stream_.lowest(); }
 
-  // False when the connection failed or closed before a whole request arrived.
-  asio::awaitable<bool> read_request(beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser) {
+  // Set when the connection failed, closed or sent something unreadable before a whole request
+  // arrived.
+  asio::awaitable<beast::error_code> read_request(beast::flat_buffer& buffer,
+                                                  http::request_parser<http::string_body>& parser) {
     auto [ec, n] = co_await http::async_read(stream_, buffer, parser, nothrow);
-    co_return !ec;
+    co_return ec;
+  }
+
+  // Reads and drops what the client still sends (up to `limit` bytes or until it stops for a
+  // while), so that closing after an early answer does not reset the connection before the
+  // client has read that answer.
+  asio::awaitable<void> drain(size_t limit) {
+    std::array<char, 16384> sink{};
+    for (size_t total = 0; total < limit;) {
+      lowest().expires_after(std::chrono::seconds(2));
+      auto [ec, n] = co_await stream_.async_read_some(asio::buffer(sink), nothrow);
+      if (ec) break;
+      total += n;
+    }
   }
 
   asio::awaitable<bool> write_response(http::response<http::string_body>& res) {
@@ -232,8 +249,23 @@ struct ApiServer::Impl {
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(kBodyLimit);
+      parser.header_limit(kHeaderLimit);
       stream.lowest().expires_after(std::chrono::minutes(5));
-      if (!co_await stream.read_request(buffer, parser)) co_return;
+      if (auto ec = co_await stream.read_request(buffer, parser)) {
+        auto reply = unreadable_request_reply(ec);
+        if (!reply) co_return;
+        // The answer Go's net/http (and so kube-apiserver) gives, then the connection closes.
+        Request answered;
+        answered.version(parser.is_header_done() ? parser.get().version() : 11);
+        answered.keep_alive(false);
+        metrics.record({"", "", "", "", "", static_cast<int>(reply->status)});
+        if (co_await write_reply(stream, answered, std::move(*reply))) {
+          beast::error_code sec;
+          stream.lowest().socket().shutdown(tcp::socket::shutdown_send, sec);
+          co_await stream.drain(kBodyLimit);
+        }
+        co_return;
+      }
       Request req = parser.release();
       bool keep = co_await handle(stream, req);
       if (!keep || !req.keep_alive()) co_return;
@@ -250,6 +282,32 @@ struct ApiServer::Impl {
     res.prepare_payload();
     stream.lowest().expires_after(std::chrono::seconds(60));
     co_return co_await stream.write_response(res);
+  }
+
+  // The reply to a request that could not be read, or nullopt when there is nobody to answer (the
+  // connection closed or timed out between requests).
+  static std::optional<HttpReply> unreadable_request_reply(const beast::error_code& ec) {
+    if (ec == http::error::body_limit) return error_reply(errors::request_entity_too_large(kBodyLimit));
+    if (ec == http::error::header_limit) {
+      return HttpReply{431, "text/plain; charset=utf-8", "431 Request Header Fields Too Large", {}};
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return HttpReply{400, "text/plain; charset=utf-8", "400 Bad Request", {}};
+    }
+    return std::nullopt;
+  }
+
+  // The boundary where an exception from a handler (an allocation failure, a bug) becomes a 500
+  // answer instead of a connection closed without one.
+  template <class F>
+  static HttpReply answer_or_internal_error(F&& handler) {
+    try {
+      return handler();
+    } catch (const std::exception& x) {
+      spdlog::error("localcluster: request failed: {}", x.what());
+      return error_reply(errors::internal_error_occurred(x.what()));
+    }
   }
 
   bool authorized(const Request& req, std::string_view path) const {
@@ -289,7 +347,7 @@ struct ApiServer::Impl {
     auto segs = split_path(hr.path);
     if (!is_resource_path(segs)) {
       const NonResourceContext context{store, metrics, options.git_version, fmt::format("127.0.0.1:{}", bound_port)};
-      HttpReply r = serve_non_resource(hr, segs, context);
+      HttpReply r = answer_or_internal_error([&] { return serve_non_resource(hr, segs, context); });
       metrics.record({hr.method, "", "", "", "", static_cast<int>(r.status)});
       co_return co_await write_reply(stream, req, std::move(r));
     }
@@ -297,6 +355,11 @@ struct ApiServer::Impl {
     if (!route) {
       metrics.record({hr.method, "", "", "", "", route.error().code});
       co_return co_await write_reply(stream, req, error_reply(route.error()));
+    }
+    // Logs are text/plain whatever the Accept header says.
+    if (route->subresource != "log" && !accepts_json(hr.accept)) {
+      metrics.record({hr.method, "", "", "", "", 406});
+      co_return co_await write_reply(stream, req, error_reply(errors::not_acceptable_json()));
     }
     bool watch = hr.method == "GET" && (route->legacy_watch || query_flag(hr.query, "watch"));
     auto ctype = parse_media_type(hr.content_type);
@@ -323,9 +386,9 @@ struct ApiServer::Impl {
       co_return co_await serve_watch(stream, req, hr, *route, key, fault);
     }
     if (hr.method == "GET" && route->subresource == "log" && query_flag(hr.query, "follow")) {
-      co_return co_await serve_log(stream, req, *route, hr.query, key);
+      co_return co_await serve_log(stream, req, hr, *route, key);
     }
-    HttpReply r = resources.handle(hr, *route, ctype, apply);
+    HttpReply r = answer_or_internal_error([&] { return resources.handle(hr, *route, ctype, apply); });
     key.code = static_cast<int>(r.status);
     metrics.record(std::move(key));
     if (fault.action == FaultDecision::Action::DropAfterCommit) co_return false;
@@ -369,7 +432,15 @@ struct ApiServer::Impl {
       metrics.record(std::move(key));
       co_return co_await write_reply(stream, req, error_reply(errors::method_not_allowed()));
     }
-    const WatchRequest wr = watch_request(hr.query, route.name);
+    auto parsed = watch_request(hr.query, route.name);
+    auto timeout_option = watch_timeout(hr.query);
+    if (!parsed || !timeout_option) {
+      const StatusError& e = !parsed ? parsed.error() : timeout_option.error();
+      key.code = e.code;
+      metrics.record(std::move(key));
+      co_return co_await write_reply(stream, req, error_reply(e));
+    }
+    const WatchRequest wr = std::move(*parsed);
     if (options.faults && options.faults->expire_watch(wr.resource_version)) {
       // What the watch cache answers when the resourceVersion left its window: 200, then one
       // ERROR event carrying a 410 Expired Status.
@@ -396,7 +467,7 @@ struct ApiServer::Impl {
     if (neg.representation == Representation::Table) columns = resources.crd_columns(route.info);
 
     std::chrono::seconds timeout = default_watch_timeout();
-    if (auto t = watch_timeout(hr.query)) timeout = *t;
+    if (*timeout_option) timeout = **timeout_option;
     auto deadline = std::chrono::steady_clock::now() + timeout;
 
     auto w = std::make_shared<Wakeup>(stream.lowest().get_executor());
@@ -454,16 +525,29 @@ struct ApiServer::Impl {
     co_return false;
   }
 
-  asio::awaitable<bool> serve_log(Conn& stream, const Request& req, const ResourceRoute& route, const Query& q,
+  // `kubectl logs -f`: the container's lines as they come, until that run of the container ends.
+  asio::awaitable<bool> serve_log(Conn& stream, const Request& req, const HttpRequest& hr, const ResourceRoute& route,
                                   RequestKey key) {
+    const Query& q = hr.query;
     auto pod = store.get(route.info, route.ns, route.name);
     if (!pod) {
       key.code = pod.error().code;
       metrics.record(std::move(key));
       co_return co_await write_reply(stream, req, error_reply(pod.error()));
     }
+    auto target = log_target(pod->root(), q);
+    if (!target || target->previous || !target->running) {
+      // Nothing to follow (an error, the previous run, a container that already ended): the
+      // whole answer at once.
+      HttpReply r = resources.handle(hr, route, {}, false);
+      key.code = static_cast<int>(r.status);
+      metrics.record(std::move(key));
+      co_return co_await write_reply(stream, req, std::move(r));
+    }
     metrics.record(key);
-    std::string k = PodLogs::key(route.ns, route.name);
+    const std::string container_id = target->container_id;
+    const std::string container = target->container;
+    std::string k = PodLogs::key(route.ns, route.name, container);
     auto w = std::make_shared<Wakeup>(stream.lowest().get_executor());
     auto wake = std::make_shared<std::function<void()>>(waker(w));  // held while the stream lasts
     logs.follow(k, wake);
@@ -498,8 +582,8 @@ struct ApiServer::Impl {
       }
       auto current = store.get(route.info, route.ns, route.name);
       if (!current) break;
-      auto phase = json::get_string(current->root(), "/status/phase").value_or("");
-      if (phase == "Succeeded" || phase == "Failed") {
+      auto now = log_target(current->root(), q);
+      if (!now || !now->running || now->container_id != container_id) {
         std::tie(lines, next) = logs.read(k, next);
         if (!lines.empty()) ok = co_await stream.write_chunk(join_lines(lines));
         break;
@@ -602,11 +686,13 @@ uint16_t ApiServer::port() const { return impl_->bound_port; }
 
 std::string ApiServer::url() const { return fmt::format("{}://127.0.0.1:{}", impl_->scheme(), impl_->bound_port); }
 
-void ApiServer::append_pod_log(std::string_view ns, std::string_view pod, std::string_view line) {
-  impl_->logs.append(PodLogs::key(ns, pod), line);
+void ApiServer::append_pod_log(const ContainerLogLine& l) {
+  impl_->logs.append(PodLogs::key(l.ns, l.pod, l.container), l.line, l.run_id, l.restarted);
 }
 
-void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod) { impl_->logs.clear(PodLogs::key(ns, pod)); }
+void ApiServer::clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container) {
+  impl_->logs.clear(PodLogs::key(ns, pod, container));
+}
 
 const RequestMetrics& ApiServer::metrics() const { return impl_->metrics; }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "localcluster/container_log.h"
 #include "localcluster/faults.h"
 #include "localcluster/metrics.h"
 #include "localcluster/store.h"
@@ -60,8 +61,8 @@ class ApiServer {
 
   // The container output `kubectl logs` shows, kept per pod (the newest max_log_lines_per_pod
   // lines); `?follow=true` readers get appended lines as they arrive.
-  void append_pod_log(std::string_view ns, std::string_view pod, std::string_view line);
-  void clear_pod_log(std::string_view ns, std::string_view pod);
+  void append_pod_log(const ContainerLogLine& line);
+  void clear_pod_log(std::string_view ns, std::string_view pod, std::string_view container);
 
   const RequestMetrics& metrics() const;
   // Replaces the bearer token clients must send (a rotated service-account token).

@@ -86,19 +86,22 @@ class Store {
   virtual std::optional<ResourceInfo> find_resource(std::string_view group, std::string_view version,
                                                     std::string_view resource) const = 0;
 
-  // `subresource` is "" or "status" / "scale" where the resource has it.
+  // `subresource` is "" or "status" / "scale" where the resource has it. `field_manager` (the
+  // request's fieldManager) is recorded in metadata.managedFields (managed_fields.h); writes
+  // without one (the in-process controllers) leave managedFields as they are.
   virtual StoreResult<json::Document> create(const ResourceInfo& r, std::string_view ns, json::Document obj,
-                                             bool dry_run = false) = 0;
+                                             bool dry_run = false, std::string_view field_manager = {}) = 0;
   virtual StoreResult<json::Document> get(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                           std::string_view subresource = {}) const = 0;
   // A List object (kind <Kind>List, metadata.resourceVersion, metadata.continue) in JSON.
   virtual StoreResult<std::string> list(const ResourceInfo& r, std::string_view ns, const ListRequest& req) const = 0;
   virtual StoreResult<json::Document> update(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                              json::Document obj, std::string_view subresource = {},
-                                             bool dry_run = false) = 0;
+                                             bool dry_run = false, std::string_view field_manager = {}) = 0;
   virtual StoreResult<json::Document> patch(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                             PatchKind kind, std::string_view body, std::string_view subresource = {},
-                                            std::string_view field_manager = {}, bool dry_run = false) = 0;
+                                            std::string_view field_manager = {}, bool dry_run = false,
+                                            bool force = false) = 0;  // force: apply conflicts overridden
   // The deleted object, or the object still present with deletionTimestamp (finalizers, grace).
   virtual StoreResult<json::Document> remove(const ResourceInfo& r, std::string_view ns, std::string_view name,
                                              const DeleteRequest& req) = 0;

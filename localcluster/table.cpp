@@ -1,3 +1,5 @@
+// Kept whole: kubectl's printer columns for every served kind, one small function per kind, as
+// kubernetes/pkg/printers keeps them in one place.
 #include "localcluster/table.h"
 
 #include <algorithm>
@@ -221,6 +223,86 @@ std::vector<Cell> event_row(const Value& e, Clock::time_point now) {
           std::string(sget(e, "/metadata/name"))};
 }
 
+// "RWO,ROX" as kubectl abbreviates access modes.
+std::string access_modes(const Value* modes) {
+  std::string out;
+  if (modes == nullptr || !modes->IsArray()) return out;
+  for (const auto& m : modes->GetArray()) {
+    std::string_view v = sv(&m);
+    std::string_view abbr = v == "ReadWriteOnce" ? "RWO" : v == "ReadOnlyMany" ? "ROX" : v == "ReadWriteMany" ? "RWX"
+                          : v == "ReadWriteOncePod" ? "RWOP" : v;
+    if (!out.empty()) out += ",";
+    out += abbr;
+  }
+  return out;
+}
+
+// The containers, images and selector columns kubectl shows with -o wide.
+std::vector<Cell> template_cells(const Value& o) {
+  std::string names, images;
+  if (auto* cs = json::find(o, "/spec/template/spec/containers"); cs != nullptr && cs->IsArray()) {
+    for (const auto& c : cs->GetArray()) {
+      names += (names.empty() ? "" : ",") + std::string(sget(c, "/name"));
+      images += (images.empty() ? "" : ",") + std::string(sget(c, "/image"));
+    }
+  }
+  return {names, images, selector_string(json::find(o, "/spec/selector"))};
+}
+
+std::optional<Printer> apps_printer(const std::string& res) {
+  auto wide = [](std::vector<PrinterColumn> cols) {
+    cols.push_back(col("Containers", "string", 1));
+    cols.push_back(col("Images", "string", 1));
+    cols.push_back(col("Selector", "string", 1));
+    return cols;
+  };
+  auto row = [](std::vector<Cell> cells, const Value& o) {
+    for (auto& c : template_cells(o)) cells.push_back(std::move(c));
+    return cells;
+  };
+  if (res == "deployments")
+    return Printer{wide({name_col(), col("Ready"), col("Up-to-date", "integer"), col("Available", "integer"), age_col()}),
+                   [row](const Value& o, Clock::time_point now) {
+                     return row({std::string(sget(o, "/metadata/name")),
+                                 fmt::format("{}/{}", iget(o, "/status/readyReplicas"), json::get_int(o, "/spec/replicas").value_or(1)),
+                                 iget(o, "/status/updatedReplicas"), iget(o, "/status/availableReplicas"),
+                                 age_of(o, "/metadata/creationTimestamp", now)},
+                                o);
+                   }};
+  if (res == "replicasets")
+    return Printer{wide({name_col(), col("Desired", "integer"), col("Current", "integer"), col("Ready", "integer"), age_col()}),
+                   [row](const Value& o, Clock::time_point now) {
+                     return row({std::string(sget(o, "/metadata/name")), json::get_int(o, "/spec/replicas").value_or(1),
+                                 iget(o, "/status/replicas"), iget(o, "/status/readyReplicas"),
+                                 age_of(o, "/metadata/creationTimestamp", now)},
+                                o);
+                   }};
+  if (res == "statefulsets")
+    return Printer{{name_col(), col("Ready"), age_col(), col("Containers", "string", 1), col("Images", "string", 1)},
+                   [](const Value& o, Clock::time_point now) {
+                     auto t = template_cells(o);
+                     return std::vector<Cell>{std::string(sget(o, "/metadata/name")),
+                                              fmt::format("{}/{}", iget(o, "/status/readyReplicas"),
+                                                          json::get_int(o, "/spec/replicas").value_or(1)),
+                                              age_of(o, "/metadata/creationTimestamp", now), t[0], t[1]};
+                   }};
+  if (res == "daemonsets")
+    return Printer{wide({name_col(), col("Desired", "integer"), col("Current", "integer"), col("Ready", "integer"),
+                         col("Up-to-date", "integer"), col("Available", "integer"), col("Node Selector"), age_col()}),
+                   [row](const Value& o, Clock::time_point now) {
+                     std::string sel;
+                     if (auto* ns = json::find(o, "/spec/template/spec/nodeSelector"); ns != nullptr && ns->IsObject())
+                       for (auto m = ns->MemberBegin(); m != ns->MemberEnd(); ++m)
+                         sel += (sel.empty() ? "" : ",") + std::string(sv(&m->name)) + "=" + std::string(sv(&m->value));
+                     return row({std::string(sget(o, "/metadata/name")), iget(o, "/status/desiredNumberScheduled"),
+                                 iget(o, "/status/currentNumberScheduled"), iget(o, "/status/numberReady"),
+                                 iget(o, "/status/updatedNumberScheduled"), iget(o, "/status/numberAvailable"),
+                                 or_none(sel), age_of(o, "/metadata/creationTimestamp", now)},
+                                o);
+                   }};
+  return std::nullopt;
+}
+
 std::optional<Printer> builtin_printer(const ResourceInfo& r) {
   const std::string& g = r.group;
   const std::string& res = r.resource;
@@ -288,6 +370,55 @@ std::optional<Printer> builtin_printer(const ResourceInfo& r) {
       return std::vector<Cell>{std::string(sget(o, "/metadata/name")),
                                std::string(sget(o, "/metadata/creationTimestamp"))};
     });
+  }
+  if (g == "apps") {
+    if (auto p = apps_printer(res)) return p;
+  }
+  if (g.empty() && res == "persistentvolumeclaims") {
+    return simple({name_col(), col("Status"), col("Volume"), col("Capacity"), col("Access Modes"), col("StorageClass"),
+                   col("VolumeAttributesClass"), age_col(), col("VolumeMode", "string", 1)},
+                  [](const Value& o, Clock::time_point now) {
+                    return std::vector<Cell>{std::string(sget(o, "/metadata/name")), std::string(sget(o, "/status/phase")),
+                                             std::string(sget(o, "/spec/volumeName")),
+                                             std::string(sget(o, "/status/capacity/storage")),
+                                             access_modes(json::find(o, "/status/accessModes")),
+                                             std::string(sget(o, "/spec/storageClassName")), std::string("<unset>"),
+                                             age_of(o, "/metadata/creationTimestamp", now),
+                                             std::string(sget(o, "/spec/volumeMode"))};
+                  });
+  }
+  if (g.empty() && res == "persistentvolumes") {
+    return simple({name_col(), col("Capacity"), col("Access Modes"), col("Reclaim Policy"), col("Status"), col("Claim"),
+                   col("StorageClass"), col("VolumeAttributesClass"), col("Reason"), age_col(),
+                   col("VolumeMode", "string", 1)},
+                  [](const Value& o, Clock::time_point now) {
+                    std::string claim;
+                    if (auto n = sget(o, "/spec/claimRef/name"); !n.empty())
+                      claim = fmt::format("{}/{}", sget(o, "/spec/claimRef/namespace"), n);
+                    return std::vector<Cell>{std::string(sget(o, "/metadata/name")),
+                                             std::string(sget(o, "/spec/capacity/storage")),
+                                             access_modes(json::find(o, "/spec/accessModes")),
+                                             std::string(sget(o, "/spec/persistentVolumeReclaimPolicy")),
+                                             std::string(sget(o, "/status/phase")), claim,
+                                             std::string(sget(o, "/spec/storageClassName")), std::string("<unset>"),
+                                             std::string(sget(o, "/status/reason")),
+                                             age_of(o, "/metadata/creationTimestamp", now),
+                                             std::string(sget(o, "/spec/volumeMode"))};
+                  });
+  }
+  if (g == "storage.k8s.io" && res == "storageclasses") {
+    return simple({name_col(), col("Provisioner"), col("ReclaimPolicy"), col("VolumeBindingMode"),
+                   col("AllowVolumeExpansion"), age_col()},
+                  [](const Value& o, Clock::time_point now) {
+                    std::string name(sget(o, "/metadata/name"));
+                    if (sget(o, "/metadata/annotations/storageclass.kubernetes.io~1is-default-class") == "true")
+                      name += " (default)";
+                    return std::vector<Cell>{name, std::string(sget(o, "/provisioner")),
+                                             std::string(sget(o, "/reclaimPolicy")),
+                                             std::string(sget(o, "/volumeBindingMode")),
+                                             std::string(json::get_bool(o, "/allowVolumeExpansion").value_or(false) ? "true" : "false"),
+                                             age_of(o, "/metadata/creationTimestamp", now)};
+                  });
   }
   if (g == "coordination.k8s.io" && res == "leases") {
     return simple({name_col(), col("Holder"), age_col()}, [](const Value& o, Clock::time_point now) {

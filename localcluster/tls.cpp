@@ -16,6 +16,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "localcluster/persistence.h"
+
 namespace unitrain::localcluster {
 namespace {
 
@@ -106,15 +108,6 @@ Result<std::string> read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-Status write_private(const std::filesystem::path& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  if (!out) return fail("cannot write " + p.string());
-  out << data;
-  out.close();
-  if (!out) return fail("cannot write " + p.string());
-  ::chmod(p.c_str(), 0600);
-  return {};
-}
 
 }  // namespace
 
@@ -163,11 +156,10 @@ Result<TlsMaterial> load_or_make_tls(const std::optional<std::string>& state_dir
   }
   auto m = make_self_signed_tls();
   if (!m) return m;
-  fs::create_directories(dir, ec);
-  if (ec) return fail("state dir " + dir.string() + ": " + ec.message());
-  if (auto s = write_private(ca, m->ca_cert_pem); !s) return fail(s.error());
-  if (auto s = write_private(crt, m->server_cert_pem); !s) return fail(s.error());
-  if (auto s = write_private(key, m->server_key_pem); !s) return fail(s.error());
+  if (auto s = make_private_dir(dir.string()); !s) return fail(s.error());
+  if (auto s = write_private_file(ca.string(), m->ca_cert_pem); !s) return fail(s.error());
+  if (auto s = write_private_file(crt.string(), m->server_cert_pem); !s) return fail(s.error());
+  if (auto s = write_private_file(key.string(), m->server_key_pem); !s) return fail(s.error());
   return m;
 }
 

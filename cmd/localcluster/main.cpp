@@ -14,7 +14,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/framework/ascii.h"
+#include "localcluster/controllers/controller_base.h"
 #include "localcluster/controllers/controllers.h"
+#include "localcluster/controllers/podgroup_crds.h"
 #include "localcluster/local_cluster.h"
 
 namespace {
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
     std::string listen = "127.0.0.1:0";
     std::string kubeconfig_out;
     bool tls = false;
+    bool insecure_allow_remote = false;
     std::string token;
     std::string state_dir;
     std::string log_level = "info";
@@ -45,10 +49,14 @@ int main(int argc, char** argv) {
     std::string controllers = "all";
     std::string kubelet = "sim";
     unitrain::localcluster::controllers::KubeletOptions node;
+    std::string restart_backoff = "10s";
+    std::string gang_scheduler;
     app.add_option("--listen", listen, "host:port to serve on (port 0 picks a free one)")->capture_default_str();
     app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this cluster to FILE");
     app.add_flag("--tls", tls, "serve HTTPS with a self-signed CA and require a bearer token");
     app.add_option("--token", token, "bearer token clients must send (generated with --tls when omitted)");
+    app.add_flag("--insecure-allow-remote", insecure_allow_remote,
+                 "serve a non-loopback --listen address without --tls (anyone who reaches it reads every Secret)");
     app.add_option("--state-dir", state_dir, "persist objects here so they survive restarts");
     app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -67,7 +75,20 @@ int main(int argc, char** argv) {
     app.add_option("--node-memory", node.memory, "memory capacity of each node")->capture_default_str();
     app.add_option("--node-gpu", node.gpu, "nvidia.com/gpu capacity of each node")->capture_default_str();
     app.add_option("--node-pods", node.pods, "pod capacity of each node")->capture_default_str();
+    app.add_option("--restart-backoff", restart_backoff,
+                   "first container restart back-off (Go duration; doubles per restart up to 5m; 0 restarts at once)")
+        ->capture_default_str();
+    app.add_option("--gang-scheduler", gang_scheduler,
+                   "install this gang scheduler's PodGroup CRD and serve its scheduler name: 'volcano' or a "
+                   "scheduler-plugins scheduler name (as the operator's --gang-scheduler-name)");
     CLI11_PARSE(app, argc, argv);
+    auto backoff = unitrain::localcluster::controllers::parse_go_duration(restart_backoff);
+    if (!backoff || backoff->count() < 0) {
+      std::fprintf(stderr, "localcluster: --restart-backoff %s: not a duration such as 10s or 500ms\n",
+                   restart_backoff.c_str());
+      return 2;
+    }
+    node.restart_backoff = std::chrono::duration_cast<std::chrono::milliseconds>(*backoff);
 
     auto logger = spdlog::stderr_color_mt("localcluster");
     spdlog::set_default_logger(logger);
@@ -86,9 +107,15 @@ int main(int argc, char** argv) {
     options.listen = listen;
     options.tls = tls;
     options.threads = threads;
+    options.insecure_allow_remote = insecure_allow_remote;
     if (!token.empty()) options.token = token;
     if (!state_dir.empty()) options.state_dir = state_dir;
     if (!kubeconfig_out.empty()) options.kubeconfig_out = kubeconfig_out;
+    // A refused exposure is a usage error (exit 2), reported before anything is opened.
+    if (auto exposure = unitrain::localcluster::check_exposure(options); exposure.refusal) {
+      spdlog::error("{}", *exposure.refusal);
+      return 2;
+    }
     for (const auto& e : service_endpoints) {
       if (auto st = unitrain::localcluster::add_service_endpoint(options.webhooks, e); !st) {
         std::fprintf(stderr, "localcluster: %s\n", st.error().message.c_str());
@@ -118,11 +145,17 @@ int main(int argc, char** argv) {
     unitrain::localcluster::LocalCluster* self = nullptr;
     if (controllers == "all") {
       node.manual = kubelet == "manual";
-      options.attach = [&self, node](unitrain::localcluster::Store& store) -> std::shared_ptr<void> {
+      const bool volcano = unitrain::framework::ascii::iequals(gang_scheduler, "volcano");
+      options.attach = [&self, node, gang_scheduler, volcano](unitrain::localcluster::Store& store) -> std::shared_ptr<void> {
         unitrain::localcluster::controllers::ControllersOptions co;
+        if (!gang_scheduler.empty()) {
+          if (auto s = unitrain::localcluster::controllers::install_podgroup_crds(store, {volcano, !volcano}); !s)
+            spdlog::error("--gang-scheduler: {}", s.error().message);
+          if (!volcano) co.scheduler_options.scheduler_plugins_name = gang_scheduler;
+        }
         co.kubelet_options = node;
-        co.kubelet_options.log = [&self](std::string_view ns, std::string_view pod, std::string_view line) {
-          if (self != nullptr) self->append_pod_log(ns, pod, line);
+        co.kubelet_options.log = [&self](const unitrain::localcluster::ContainerLogLine& line) {
+          if (self != nullptr) self->append_pod_log(line);
         };
         return std::make_shared<unitrain::localcluster::controllers::Controllers>(store, std::move(co));
       };

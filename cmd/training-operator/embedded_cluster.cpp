@@ -15,9 +15,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/training-operator/controllers.h"
+#include "core/framework/ascii.h"
 #include "core/json/json.h"
 #include "core/webhook/certs.h"
 #include "localcluster/controllers/controllers.h"
+#include "localcluster/controllers/podgroup_crds.h"
 
 namespace fs = std::filesystem;
 
@@ -149,10 +151,27 @@ Result<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::launch(const Flags& f)
   std::error_code ec;
   fs::create_directories(fs::path(out).parent_path(), ec);
   lo.kubeconfig_out = out;
-  lo.attach = [](localcluster::Store& store) -> std::shared_ptr<void> {
-    return std::make_shared<localcluster::controllers::Controllers>(store, localcluster::controllers::ControllersOptions{});
+  // The kubelet's output goes to the cluster's server for `kubectl logs`; the cluster exists
+  // before start() attaches the controllers.
+  auto self = std::make_shared<localcluster::LocalCluster*>(nullptr);
+  // With --gang-scheduler-name the cluster gets that scheduler's PodGroup CRD and the scheduler
+  // emulation serves its name, as a cluster admin installs Volcano or scheduler-plugins.
+  const std::string gang = f.gang_scheduler_name;
+  const bool volcano = framework::ascii::iequals(gang, "volcano");
+  lo.attach = [self, gang, volcano](localcluster::Store& store) -> std::shared_ptr<void> {
+    localcluster::controllers::ControllersOptions co;
+    if (!gang.empty()) {
+      if (auto s = localcluster::controllers::install_podgroup_crds(store, {volcano, !volcano}); !s)
+        spdlog::error("--embedded-cluster: {}", s.error().message);
+      if (!volcano) co.scheduler_options.scheduler_plugins_name = gang;
+    }
+    co.kubelet_options.log = [self](const localcluster::ContainerLogLine& line) {
+      if (*self != nullptr) (*self)->append_pod_log(line);
+    };
+    return std::make_shared<localcluster::controllers::Controllers>(store, std::move(co));
   };
   auto cluster = std::make_unique<localcluster::LocalCluster>(lo);
+  *self = cluster.get();
   if (auto s = cluster->start(); !s) return fail("--embedded-cluster: " + s.error().message);
   spdlog::info("embedded cluster serving at {}", cluster->url());
   return std::unique_ptr<EmbeddedCluster>(new EmbeddedCluster(std::move(cluster)));

@@ -90,7 +90,7 @@ Result<std::vector<std::string>> resolve_enabled(const Flags& f, const framework
       if (it != eo.default_version.end() && it->second != reg.descriptor.version) schemes.push_back("-" + reg.descriptor.name);
     }
   }
-  auto enabled = registry.resolve(schemes, eo);
+  auto enabled = registry.resolve(schemes);
   if (!enabled) return fail("--enable-scheme: " + enabled.error().message);
   if (enabled->empty()) return fail(std::string("--enable-scheme: no framework left enabled"));
   return std::move(*enabled);
@@ -119,17 +119,27 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
 
   CLI::App app{"Unitrain training operator: runs Kubeflow training jobs (PyTorchJob, MPIJob, ...)"};
   app.get_formatter()->column_width(44);
+  // Go's flag package keeps the last value of a flag given twice (an overlay that appends an
+  // argument the base already has); --enable-scheme and --namespace keep every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // UNITRAIN_VERSION: CMake's project(VERSION), defined for this target in its CMakeLists.txt.
+  app.set_version_flag("--version", "training-operator " UNITRAIN_VERSION, "Print the version and exit");
   app.add_option("--enable-scheme", f.enable_scheme,
                  "Framework(s) to enable; repeatable, comma lists allowed, '*' for all, '-name' removes. "
-                 "Default: all, MPIJob only in --mpi-default-version. Accepted: " +
-                     fmt::format("{}", fmt::join(registry.accepted_names(), ", ")));
-  app.add_option("--gang-scheduler-name", f.gang_scheduler_name,
-                 "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling")
+                 "Default: all, MPIJob only in --mpi-default-version. The bare MPIJob (mpijob) is kubeflow.org/v1, "
+                 "as in training-operator; v2beta1 is mpijob-v2. Accepted: " +
+                     fmt::format("{}", fmt::join(registry.accepted_names(), ", ")))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--gang-scheduler-name,--gang-scheduling", f.gang_scheduler_name,
+                 "Gang scheduler: 'volcano' or a scheduler-plugins scheduler name; empty disables gang scheduling "
+                 "(--gang-scheduling: mpi-operator's name)")
       ->check(CLI::Validator(check_gang_scheduler, "NAME", "gang scheduler"));
   app.add_option("--namespace", f.namespaces,
                  "Namespace(s) to watch; repeatable. Default: $KUBEFLOW_NAMESPACE, else all namespaces")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(kube_name(api::validate_dns1123_label, "namespace"));
-  app.add_option("--controller-threads", f.controller_threads, "Reconcile workers per framework controller")
+  app.add_option("--controller-threads,--threadiness", f.controller_threads,
+                 "Reconcile workers per framework controller (--threadiness: mpi-operator's name)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_flag("--leader-elect", f.leader_elect,
                "Use a coordination.k8s.io Lease so only one replica reconciles (--leader-elect=false to disable)");
@@ -152,8 +162,9 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
                  "host:port of the Prometheus /metrics endpoint; '0' disables it")->capture_default_str();
   app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
                  "host:port of /healthz and /readyz; '0' disables them")->capture_default_str();
-  app.add_option("--kubeconfig", f.kubeconfig,
-                 "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config)")
+  app.add_option("--kubeconfig,--kubeConfig", f.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, in-cluster config, then ~/.kube/config; --kubeConfig: "
+                 "mpi-operator's name)")
       ->check(CLI::ExistingFile);
   app.add_option("--kube-api-qps", f.kube_api_qps, "Client-side QPS limit towards the API server")
       ->capture_default_str()->check(CLI::PositiveNumber);
@@ -191,7 +202,7 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
                  "$CUSTOM_CLUSTER_DOMAIN, else none")
       ->check(kube_name(api::validate_dns1123_subdomain, "cluster domain"));
   app.add_option("--mpi-default-version", f.mpi_default_version,
-                 "MPIJob version the bare kind 'MPIJob' means in --enable-scheme, and, with both MPIJob "
+                 "MPIJob version enabled when --enable-scheme is not given, and, with both MPIJob "
                  "versions enabled, the one whose controller takes jobs without spec.runPolicy.managedBy: "
                  "v2beta1 or v1")
       ->capture_default_str()->check(CLI::IsMember({"v2beta1", "v1"}));
@@ -209,12 +220,20 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
                                       "HTTPS port of the webhook server (with --embedded-cluster: on 127.0.0.1, "
                                       "a free port unless given)")
                            ->capture_default_str()->check(CLI::Range(0, 65535));
+  auto* webhook_host = app.add_option("--webhook-host", f.webhook_host,
+                                      "Address the webhook server binds to (default: every interface; with "
+                                      "--embedded-cluster 127.0.0.1)");
+  auto* webhook_bind = app.add_option("--webhook-bind-address", f.webhook_bind_address,
+                                      "host:port of the webhook server, instead of --webhook-host and "
+                                      "--webhook-server-port (e.g. 127.0.0.1:9443 out of a cluster)")
+                           ->excludes(webhook_port)->excludes(webhook_host);
   app.add_option("--webhook-service-name", f.webhook_service_name,
                  "Service in front of the webhook server; the certificate names <name>.<namespace>.svc")
       ->capture_default_str();
   app.add_option("--webhook-namespace", f.webhook_namespace,
-                 "Namespace of that Service and of the certificate Secret (default: $MY_POD_NAMESPACE, else kubeflow)")
-      ->capture_default_str();
+                 "Namespace of that Service and of the certificate Secret: the operator's own (default: "
+                 "$MY_POD_NAMESPACE, which the Deployment sets to the pod's namespace, else kubeflow); it must exist")
+      ->capture_default_str()->check(kube_name(api::validate_dns1123_label, "namespace"));
   app.add_option("--webhook-secret-name", f.webhook_secret_name, "Secret holding the webhook CA and certificate")
       ->capture_default_str();
   app.add_option("--webhook-cert-validity", f.webhook_cert_validity,
@@ -238,11 +257,27 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
           ->capture_default_str();
     }
   }
+  // Go's flag package, which parses training-operator's and mpi-operator's flags, takes one dash
+  // as well as two ("-enable-scheme=tfjob", "-namespace ml"). Only a name this program defines is
+  // rewritten, so a value that starts with a dash ("--enable-scheme -tfjob") stays a value.
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-') {
+      const std::string name = "-" + arg.substr(0, arg.find('='));
+      if (app.get_option_no_throw(name) != nullptr) arg.insert(0, "-");
+    }
+    args.push_back(std::move(arg));
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+  if (argc > 0) app.name(argv[0]);
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return fail(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
+    return fail(app.exit(e));
+  } catch (const CLI::CallForVersion& e) {
     return fail(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "training-operator: %s\nRun with --help for the list of flags.\n", e.what());
@@ -260,6 +295,14 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
   if (!logging) return fail(usage_error(logging.error().message));
   f.logging = std::move(*logging);
   f.webhook_port_given = webhook_port->count() > 0;
+  f.webhook_host_given = webhook_host->count() > 0;
+  if (webhook_bind->count() > 0) {
+    auto hp = parse_bind_address("--webhook-bind-address", f.webhook_bind_address);
+    if (!hp) return fail(usage_error(hp.error().message));
+    f.webhook_host = hp->first;
+    f.webhook_server_port = hp->second;
+    f.webhook_host_given = f.webhook_port_given = true;
+  }
   if (auto why = check_election_timing(f); !why.empty()) return fail(usage_error(why));
   auto enabled = resolve_enabled(f, registry);
   if (!enabled) return fail(usage_error(enabled.error().message));
@@ -329,6 +372,7 @@ kube::LeaderElectionConfig election_options(const Flags& f, const std::string& d
 
 WebhookOptions webhook_options(const Flags& f, bool embedded) {
   WebhookOptions wo;
+  wo.host = f.webhook_host;
   wo.port = static_cast<uint16_t>(f.webhook_server_port);
   const auto validity = *parse_duration(f.webhook_cert_validity);
   wo.certs.cert.service_name = f.webhook_service_name;
@@ -342,7 +386,7 @@ WebhookOptions webhook_options(const Flags& f, bool embedded) {
   wo.handler.persist_defaults = f.webhook_persist_defaults;
   if (embedded) {
     // The local API server calls the operator on this host: a url, so no Service is needed.
-    wo.host = "127.0.0.1";
+    if (!f.webhook_host_given) wo.host = "127.0.0.1";
     if (!f.webhook_port_given) wo.port = 0;
     wo.certs.cert.ip_addresses = {"127.0.0.1"};
     wo.create_secret_namespace = true;

@@ -56,9 +56,12 @@ struct Flags {
   std::map<std::string, std::string> framework_options;  // every module's OptionSpec, by name
   bool enable_webhooks = true;
   int webhook_server_port = 9443;
-  bool webhook_port_given = false;
+  bool webhook_port_given = false;  // --webhook-server-port or the port of --webhook-bind-address
+  std::string webhook_host;         // --webhook-host or the host of --webhook-bind-address; "" every interface
+  bool webhook_host_given = false;
+  std::string webhook_bind_address;
   std::string webhook_service_name = "training-operator";
-  std::string webhook_namespace = "kubeflow";  // $MY_POD_NAMESPACE when set
+  std::string webhook_namespace = "kubeflow";  // --webhook-namespace, else $MY_POD_NAMESPACE
   std::string webhook_secret_name = "training-operator-webhook-cert";
   std::string webhook_cert_validity = "87600h";
   bool webhook_persist_defaults = false;
@@ -68,7 +71,7 @@ struct Flags {
 std::optional<std::chrono::seconds> parse_duration(const std::string& value);
 
 // Parses and checks the command line (and the environment variables above). The error is the exit
-// status, its message already printed: 0 after --help, 2 for a bad flag (the message names it).
+// status, its message already printed: 0 after --help or --version, 2 for a bad flag (the message names it).
 Result<Flags, int> parse_flags(int argc, const char* const* argv, const framework::Registry& registry);
 
 // Logs what the flags enable (info) and the rest of the configuration (debug).

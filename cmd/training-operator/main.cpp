@@ -18,6 +18,7 @@
 #include "cmd/training-operator/flags.h"
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/training-operator/logging.h"
+#include "cmd/training-operator/manifests.h"
 #include "cmd/training-operator/operator_metrics.h"
 #include "cmd/training-operator/process.h"
 #include "cmd/training-operator/webhooks.h"
@@ -87,7 +88,11 @@ int run(const Flags& f, const framework::Registry& registry) {
     options.request_finished = [&metrics](std::string_view path, int status, std::chrono::steady_clock::duration took) {
       metrics.webhook_request_finished(path, status, took);
     };
-    webhooks = std::make_unique<OperatorWebhooks>(operator_client, (*controllers)->plugins(), registry, std::move(options));
+    // The webhook part says its own API failures, once per cause and in /readyz, in words about the
+    // certificates (a missing Secret namespace ends start-up with one line): not through the
+    // reporting client, which would say each a second time.
+    webhooks = std::make_unique<OperatorWebhooks>((*clients)->main(), (*controllers)->plugins(), registry,
+                                                  std::move(options));
     metrics.add_webhook_paths(webhooks->paths());
     metrics.set_webhook_certificate([&w = *webhooks] { return w.certificate_not_after(); });
   }
@@ -160,6 +165,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
       return 2;
     }
+    if (argc > 1 && std::string_view(argv[1]) == "manifests") return manifests_command(argc, argv, registry);
     auto flags = parse_flags(argc, argv, registry);
     if (!flags) return flags.error();
     return run(*flags, registry);

@@ -29,6 +29,15 @@ Status OperatorWebhooks::start(std::stop_token) {
       return fail(fmt::format("namespace {} for the webhook Secret: {}", options_.certs.secret_namespace,
                               created.error().to_string()));
   }
+  // Out of a cluster the Secret's namespace may well not exist; no retry creates it, so say once
+  // what would, and stop. Other failures pass (an API server still starting, RBAC being applied):
+  // keep_certificates() retries them.
+  if (auto first = certs_->ensure(std::chrono::system_clock::now()); !first && first.error().namespace_missing)
+    return fail(fmt::format("webhook certificates: {}: create it (kubectl create namespace {}), or set "
+                            "--webhook-namespace (or $MY_POD_NAMESPACE) to the namespace of the Service {}, or run "
+                            "with --disable-webhooks",
+                            first.error().message, options_.certs.secret_namespace,
+                            options_.certs.cert.service_name));
   const webhook::Handler* handler = &handler_;
   auto server = HttpServer::start_tls(options_.host, options_.port, [handler, this](const HttpRequest& r) -> HttpReply {
     if (r.method != "POST") return HttpReply{405, "text/plain; charset=utf-8", "method not allowed\n"};

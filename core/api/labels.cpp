@@ -1,3 +1,5 @@
+// Kept whole: label keys and values, label selectors (text and LabelSelector objects) and their
+// validation use one tokenizer and one set of syntax rules.
 #include "core/api/labels.h"
 
 #include <algorithm>

@@ -18,20 +18,15 @@ namespace unitrain::controller {
 JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
                              std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options,
                              SharedCaches& caches)
-    : client_(client),
-      clock_(clock),
-      events_(events),
-      plugin_(std::move(plugin)),
-      behaviour_(framework::pipeline_behaviour(*plugin_)),
-      options_(std::move(options)),
-      expectations_(clock),
-      queue_(clock, nullptr, options_.settle),
-      log_(log::Fields{{log::key::kController, descriptor().controller_name}, {log::key::kFramework, descriptor().name}}) {
-  init(caches);
-}
+    : JobController(client, clock, events, std::move(plugin), std::move(options), &caches) {}
 
 JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
                              std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options)
+    : JobController(client, clock, events, std::move(plugin), std::move(options), nullptr) {}
+
+JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
+                             std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options,
+                             SharedCaches* caches)
     : client_(client),
       clock_(clock),
       events_(events),
@@ -41,9 +36,12 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       expectations_(clock),
       queue_(clock, nullptr, options_.settle),
       log_(log::Fields{{log::key::kController, descriptor().controller_name}, {log::key::kFramework, descriptor().name}}) {
-  own_caches_ = std::make_unique<SharedCaches>(client_, clock_, std::vector{&descriptor()}, options_.namespaces,
-                                               options_.gang.get());
-  init(*own_caches_);
+  if (caches == nullptr) {
+    own_caches_ = std::make_unique<SharedCaches>(client_, clock_, std::vector{&descriptor()}, options_.namespaces,
+                                                 options_.gang.get());
+    caches = own_caches_.get();
+  }
+  init(*caches);
 }
 
 void JobController::init(SharedCaches& caches) {

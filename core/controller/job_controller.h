@@ -122,6 +122,9 @@ class JobController final : public ChildEventSink {
   ReconcileStats reconcile_stats() const;
 
  private:
+  // Both public constructors: on `caches`, or on caches of its own when it is null.
+  JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
+                std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options, SharedCaches* caches);
   void init(SharedCaches& caches);
   // A pod or replica Service the job created or deleted was seen: lowers its expectation.
   void observe_child(const ChildEvent& event);

@@ -20,7 +20,8 @@ struct FrameworkDescriptor {
   std::string name;
   // Further names `--enable-scheme` accepts, compared case-insensitively ("pytorchjob",
   // "mpijob-v2"). The kind itself ("PyTorchJob") is always accepted unless two modules share it;
-  // then `kind_alias_default` says which of them the bare kind means.
+  // then `kind_alias_default` says which of them the bare kind means (the version the reference
+  // operator that introduced the kind serves: MPIJob is kubeflow.org/v1 in training-operator).
   std::vector<std::string> aliases;
   bool kind_alias_default = true;
 

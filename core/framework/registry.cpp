@@ -66,7 +66,7 @@ Status Registry::add(Registration registration) {
 }
 
 const Registration* Registry::find(std::string_view name) const {
-  auto r = lookup(name, {});
+  auto r = lookup(name);
   return r ? *r : nullptr;
 }
 
@@ -79,7 +79,7 @@ std::vector<std::string> Registry::accepted_names() const {
   return {names.begin(), names.end()};
 }
 
-Result<const Registration*> Registry::lookup(std::string_view spelling, const EnablementOptions& options) const {
+Result<const Registration*> Registry::lookup(std::string_view spelling) const {
   const std::string key = lower(spelling);
   for (const auto& r : registrations_) {
     const auto own = own_spellings(r.descriptor);
@@ -92,14 +92,6 @@ Result<const Registration*> Registry::lookup(std::string_view spelling, const En
     return fail(fmt::format("scheme \"{}\" is not supported; valid names: {}", spelling,
                             fmt::join(accepted_names(), ", ")));
   if (by_kind.size() == 1) return by_kind.front();
-  if (auto it = options.default_version.find(key); it != options.default_version.end()) {
-    for (const auto* r : by_kind)
-      if (r->descriptor.version == it->second) return r;
-    std::vector<std::string> versions;
-    for (const auto* r : by_kind) versions.push_back(r->descriptor.version);
-    return fail(fmt::format("default version \"{}\" for {} is not registered; registered versions: {}", it->second,
-                            by_kind.front()->descriptor.kind, fmt::join(versions, ", ")));
-  }
   const Registration* chosen = nullptr;
   for (const auto* r : by_kind) {
     if (!r->descriptor.kind_alias_default) continue;
@@ -116,8 +108,7 @@ Result<const Registration*> Registry::lookup(std::string_view spelling, const En
                           fmt::join(names, " and ")));
 }
 
-Result<std::vector<std::string>> Registry::resolve(const std::vector<std::string>& values,
-                                                   const EnablementOptions& options) const {
+Result<std::vector<std::string>> Registry::resolve(const std::vector<std::string>& values) const {
   std::vector<std::pair<bool, std::string>> items;  // (remove?, spelling)
   for (const auto& value : values) {
     size_t pos = 0;
@@ -148,7 +139,7 @@ Result<std::vector<std::string>> Registry::resolve(const std::vector<std::string
       }
       continue;
     }
-    auto r = lookup(spelling, options);
+    auto r = lookup(spelling);
     if (!r) return fail(fmt::format("--enable-scheme: {}", r.error().message));
     if (remove) enabled.erase(*r);
     else enabled.insert(*r);
@@ -161,7 +152,7 @@ Result<std::vector<std::string>> Registry::resolve(const std::vector<std::string
 }
 
 Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view name, PluginConfig config) const {
-  auto r = lookup(name, {});
+  auto r = lookup(name);
   if (!r) return fail(r.error().message);
   for (const auto& option : (*r)->options) config.options.try_emplace(option.name, option.default_value);
   auto plugin = (*r)->factory(config);

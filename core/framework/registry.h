@@ -91,8 +91,9 @@ struct ConversionRegistration {
 };
 
 struct EnablementOptions {
-  // For a kind served by several modules, the version its bare name means, by lower-case kind:
-  // {"mpijob": "v2beta1"} (the operator's --mpi-default-version).
+  // For a kind served by several modules, its default version, by lower-case kind:
+  // {"mpijob": "v2beta1"} (the operator's --mpi-default-version): the one enabled when no
+  // --enable-scheme is given, and the one that takes jobs without spec.runPolicy.managedBy.
   std::map<std::string, std::string, std::less<>> default_version;
 };
 
@@ -111,8 +112,10 @@ class Registry {
   // Resolves `--enable-scheme` values (repeatable, each a comma list) into canonical names, in
   // registration order. Items: a name or alias, `*` (all), `-name` (remove). No values, or only
   // removals, start from all. Unknown names fail with the list of valid ones.
-  Result<std::vector<std::string>> resolve(const std::vector<std::string>& values,
-                                           const EnablementOptions& options = {}) const;
+  // A kind served by several modules (MPIJob v1 and v2beta1) means, bare, the module whose
+  // descriptor says kind_alias_default, whatever the default version: a flag value keeps the
+  // meaning it has in the reference operator.
+  Result<std::vector<std::string>> resolve(const std::vector<std::string>& values) const;
 
   // Fails when (group, kind) already has a conversion.
   Status add_conversion(ConversionRegistration registration);
@@ -134,7 +137,7 @@ class Registry {
   Result<std::unique_ptr<FrameworkPlugin>> instantiate(std::string_view name, PluginConfig config) const;
 
  private:
-  Result<const Registration*> lookup(std::string_view spelling, const EnablementOptions& options) const;
+  Result<const Registration*> lookup(std::string_view spelling) const;
 
   std::vector<Registration> registrations_;
   std::vector<ConversionRegistration> conversions_;

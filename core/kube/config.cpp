@@ -201,6 +201,18 @@ Status parse_server_url(std::string_view url, RestConfig& cfg) {
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
   }
   if (host.empty()) return fail(fmt::format("server URL \"{}\": no host", url));
+  // RFC 3986 hosts only (as Go's url.Parse requires): a name of unreserved characters,
+  // percent-escapes and sub-delimiters, or an IPv6 literal in brackets. Anything else would not
+  // survive being written back into a URL (server_url) and names no server.
+  const bool bracketed = authority.front() == '[';
+  for (char ch : host) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool name_char = std::isalnum(c) != 0 || std::string_view("-._~%!$&'()*+,;=").find(ch) != std::string_view::npos;
+    const bool ipv6_char = std::isalnum(c) != 0 || std::string_view(":.%-_").find(ch) != std::string_view::npos;
+    if (bracketed ? !ipv6_char : !name_char)
+      return fail(fmt::format("server URL \"{}\": invalid character {} in host", url,
+                              std::isprint(c) != 0 ? fmt::format("'{}'", ch) : fmt::format("0x{:02x}", c)));
+  }
   uint32_t port = scheme == "https" ? 443 : 80;
   if (!port_text.empty()) {
     port = 0;

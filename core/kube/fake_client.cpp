@@ -1,3 +1,5 @@
+// Kept whole: one in-memory API server for tests (store, watch fan-out, patches, fault scripts)
+// whose parts share one lock and one resourceVersion counter.
 #include "core/kube/fake_client.h"
 
 #include <algorithm>

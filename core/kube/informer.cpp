@@ -1,3 +1,5 @@
+// Kept whole: the cache's compact storage, its indexes and the list/watch loop that fills it share
+// the Indexer's private representation.
 #include "core/kube/informer.h"
 
 #include <algorithm>

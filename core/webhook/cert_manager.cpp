@@ -57,17 +57,18 @@ std::chrono::seconds default_lookahead(std::chrono::seconds validity) {
 CertManager::CertManager(kube::Client& client, CertManagerOptions options)
     : client_(client), options_(std::move(options)) {}
 
-Result<CertBundle> CertManager::ensure(SystemTime now) {
+Result<CertBundle, CertFailure> CertManager::ensure(SystemTime now) {
   const auto& o = options_;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto current = client_.get(kSecrets, o.secret_namespace, o.secret_name);
     if (!current && !current.error().is(kube::ApiError::Reason::NotFound))
-      return fail(fmt::format("reading Secret {}/{}: {}", o.secret_namespace, o.secret_name, current.error().to_string()));
+      return fail(CertFailure{
+          fmt::format("reading Secret {}/{}: {}", o.secret_namespace, o.secret_name, current.error().to_string())});
     if (current) {
       if (auto b = bundle_of(current->root()); b && check_certs(*b, o.cert, now, o.lookahead)) return *b;
     }
     auto fresh = generate_certs(o.cert, now);
-    if (!fresh) return fail(std::move(fresh.error()));
+    if (!fresh) return fail(CertFailure{std::move(fresh.error().message)});
     kube::ApiResult<json::Document> written = fail(kube::ApiError{});
     if (current) {
       json::Document secret = std::move(*current);
@@ -90,11 +91,18 @@ Result<CertBundle> CertManager::ensure(SystemTime now) {
       // Another replica wrote first: serve what it wrote.
       if (written.error().is(kube::ApiError::Reason::Conflict) || written.error().is(kube::ApiError::Reason::AlreadyExists))
         continue;
-      return fail(fmt::format("writing Secret {}/{}: {}", o.secret_namespace, o.secret_name, written.error().to_string()));
+      // A create answered 404 names the namespace: the Secret itself is what is being created.
+      if (!current && written.error().is(kube::ApiError::Reason::NotFound))
+        return fail(CertFailure{fmt::format("namespace \"{}\" for the Secret {} does not exist", o.secret_namespace,
+                                            o.secret_name),
+                                true});
+      return fail(CertFailure{
+          fmt::format("writing Secret {}/{}: {}", o.secret_namespace, o.secret_name, written.error().to_string())});
     }
     return *fresh;
   }
-  return fail(fmt::format("Secret {}/{} kept changing while writing certificates", o.secret_namespace, o.secret_name));
+  return fail(CertFailure{fmt::format("Secret {}/{} kept changing while writing certificates", o.secret_namespace,
+                                      o.secret_name)});
 }
 
 Status CertManager::inject_ca(const std::string& ca_cert) {

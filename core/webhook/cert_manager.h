@@ -29,6 +29,13 @@ struct CertManagerOptions {
 // tests still rotates well before expiry).
 std::chrono::seconds default_lookahead(std::chrono::seconds validity);
 
+// Why ensure() failed. `namespace_missing`: the Secret's namespace does not exist, which only a
+// person can fix (create it, or point the operator at another); every other failure may pass.
+struct CertFailure {
+  std::string message;
+  bool namespace_missing = false;
+};
+
 class CertManager {
  public:
   CertManager(kube::Client& client, CertManagerOptions options);
@@ -36,7 +43,7 @@ class CertManager {
   // Reads the Secret; when it is missing or its certificates cannot serve past now + lookahead,
   // generates new ones and writes them (another replica's concurrent write wins: on a conflict
   // the Secret is read again). Returns the certificates to serve.
-  Result<CertBundle> ensure(SystemTime now);
+  Result<CertBundle, CertFailure> ensure(SystemTime now);
 
   // Sets caBundle to `ca_cert` in the configured webhook configurations and CRDs; objects that do
   // not exist are skipped, objects already right are not written. Separate from ensure(): a

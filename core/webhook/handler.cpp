@@ -374,6 +374,14 @@ Reply Handler::convert(std::string_view body) const {
 }
 
 json::Document Handler::configuration_for(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, false);
+}
+
+json::Document Handler::manifest_configuration(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, true);
+}
+
+json::Document Handler::configuration_of(WebhookType type, const json::Value& client_config, bool every_served) const {
   json::Document doc = json::Document::object();
   auto& a = doc.alloc();
   const bool validating = type == WebhookType::Validating;
@@ -384,7 +392,7 @@ json::Document Handler::configuration_for(WebhookType type, const json::Value& c
   doc.root().AddMember("metadata", meta, a);
   Value hooks(rapidjson::kArrayType);
   for (const auto& e : endpoints_) {
-    if (e.type != type || !e.registered) continue;
+    if (e.type != type || !(e.registered || every_served)) continue;
     Value hook(rapidjson::kObjectType);
     hook.AddMember("name", str(e.name, a), a);
     Value cc(client_config, a);

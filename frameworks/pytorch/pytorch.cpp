@@ -3,6 +3,9 @@
 // docs/compatibility.md for the upstream quirks this module keeps or fixes.
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/api/field_errors.h"
 #include "core/framework/job_spec.h"
@@ -171,9 +175,86 @@ Value init_container(const Value& job, const std::string& image, const std::stri
   return c;
 }
 
+// --pytorch-init-container-template-file: training-operator reads the file once and, when it is
+// absent, uses its built-in template (init_container() above builds the same container). The
+// file is a Go template of a YAML list of containers; its three fields are substituted here, and
+// any other action is refused (by name) rather than passed on verbatim.
+struct InitTemplate {
+  std::string path;
+  std::optional<std::string> text;  // nullopt: no such file, the built-in container
+  std::string read_error;           // the file exists but cannot be read
+};
+
+InitTemplate load_init_template(const std::string& path) {
+  InitTemplate t{path, std::nullopt, {}};
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return t;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    t.read_error = fmt::format("--pytorch-init-container-template-file {}: cannot be read", path);
+    return t;
+  }
+  t.text = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return t;
+}
+
+Result<std::string> render_init_template(const InitTemplate& t, const std::string& master, const std::string& image,
+                                         const std::string& max_tries) {
+  const std::map<std::string, std::string, std::less<>> fields{
+      {".MasterAddr", master}, {".InitContainerImage", image}, {".MaxTries", max_tries}};
+  const std::string& text = *t.text;
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t open = text.find("{{", pos);
+    if (open == std::string::npos) break;
+    const size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos)
+      return fail(fmt::format("--pytorch-init-container-template-file {}: unclosed action at offset {}", t.path, open));
+    std::string_view action(text.data() + open + 2, close - open - 2);
+    while (!action.empty() && (action.front() == ' ' || action.front() == '\t')) action.remove_prefix(1);
+    while (!action.empty() && (action.back() == ' ' || action.back() == '\t')) action.remove_suffix(1);
+    auto field = fields.find(action);
+    if (field == fields.end())
+      return fail(fmt::format("--pytorch-init-container-template-file {}: unsupported action {{{{{}}}}}; the fields are "
+                              "{{{{.MasterAddr}}}}, {{{{.InitContainerImage}}}} and {{{{.MaxTries}}}}",
+                              t.path, action));
+    out.append(text, pos, open - pos);
+    out += field->second;
+    pos = close + 2;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+// The containers the template file renders to for `job`, in order.
+Result<std::vector<Document>> templated_init_containers(const InitTemplate& t, const Value& job, const std::string& image,
+                                                        const std::string& max_tries) {
+  auto text = render_init_template(t, master_address(job), image, max_tries);
+  if (!text) return fail(text.error());
+  auto docs = json::parse_yaml(*text);
+  if (!docs) return fail(fmt::format("--pytorch-init-container-template-file {}: {}", t.path, docs.error().message));
+  std::vector<Document> out;
+  for (const auto& doc : *docs) {
+    if (!doc.root().IsArray())
+      return fail(fmt::format("--pytorch-init-container-template-file {}: must be a YAML list of containers", t.path));
+    for (const auto& c : doc.root().GetArray()) {
+      if (!c.IsObject() || json::get_string(c, "/name").value_or("").empty())
+        return fail(fmt::format("--pytorch-init-container-template-file {}: every list item must be a container with a name",
+                                t.path));
+      Document one = Document::object();
+      one.root().CopyFrom(c, one.alloc());
+      out.push_back(std::move(one));
+    }
+  }
+  return out;
+}
+
 class PyTorchPlugin final : public framework::KubeflowV1Plugin {
  public:
-  using KubeflowV1Plugin::KubeflowV1Plugin;
+  PyTorchPlugin(const framework::KubeflowV1Kind& kind, framework::PluginConfig config)
+      : KubeflowV1Plugin(kind, std::move(config)),
+        init_template_(load_init_template(config_.option("pytorch-init-container-template-file"))) {}
 
   void set_defaults(Document& job) const override {
     KubeflowV1Plugin::set_defaults(job);
@@ -232,12 +313,19 @@ class PyTorchPlugin final : public framework::KubeflowV1Plugin {
     if (!env) return fail(env.error());
     if (auto s = framework::decorate_replica_pod(d_, pod, is_master_role(d_, job, slot), *env); !s) return s;
     if (slot.replica_type == kWorker && has_master(d_, job)) {
+      if (!init_template_.read_error.empty()) return fail(init_template_.read_error);
+      const std::string image = config_.option("pytorch-init-container-image");
+      const std::string max_tries = config_.option("pytorch-init-container-max-tries");
       auto& a = pod.alloc();
       Value& inits = framework::json_members::ensure_array(framework::json_members::ensure_object(pod.root(), "spec", a),
                                                            "initContainers", a);
-      inits.PushBack(init_container(job, config_.option("pytorch-init-container-image"),
-                                     config_.option("pytorch-init-container-max-tries"), a),
-                      a);
+      if (!init_template_.text) {
+        inits.PushBack(init_container(job, image, max_tries, a), a);
+      } else {
+        auto containers = templated_init_containers(init_template_, job, image, max_tries);
+        if (!containers) return fail(containers.error());
+        for (auto& c : *containers) inits.PushBack(Value(c.root(), a), a);
+      }
     }
     return {};
   }
@@ -302,6 +390,9 @@ class PyTorchPlugin final : public framework::KubeflowV1Plugin {
   }
 
   std::vector<kube::GroupVersionResource> pruned_resources() const override { return {kHPAs}; }
+
+ private:
+  InitTemplate init_template_;
 };
 
 }  // namespace
@@ -310,7 +401,10 @@ Status register_pytorch(framework::Registry& registry) {
   auto r = framework::kubeflow_v1_registration<PyTorchPlugin>(
       kPyTorch,
       {{"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
-       {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"}});
+       {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
+       {"pytorch-init-container-template-file", "/etc/config/initContainer.yaml",
+        "YAML list of init containers for workers, a Go template of {{.MasterAddr}}, {{.InitContainerImage}} and "
+        "{{.MaxTries}}, read once at start; when the file does not exist, init-pytorch as above"}});
   r.permissions = {{{"autoscaling"}, {"horizontalpodautoscalers"}, {"get", "list", "watch", "create", "update", "delete"},
                     "Elastic PyTorchJobs with metrics get an HPA."}};
   return registry.add(std::move(r));

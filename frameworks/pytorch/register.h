@@ -9,7 +9,8 @@
 namespace unitrain::frameworks::pytorch {
 
 // Registers "kubeflow.org/pytorchjob" (aliases "pytorchjob", "pytorch") with its options
-// `pytorch-init-container-image` and `pytorch-init-container-max-tries`.
+// `pytorch-init-container-image`, `pytorch-init-container-max-tries` and
+// `pytorch-init-container-template-file`.
 Status register_pytorch(framework::Registry& registry);
 
 }  // namespace unitrain::frameworks::pytorch

@@ -7,7 +7,10 @@
 #include "localcluster/controllers/garbage_collector.h"
 #include "localcluster/controllers/job_controller.h"
 #include "localcluster/controllers/kubelet.h"
+#include "localcluster/controllers/quota_controller.h"
 #include "localcluster/controllers/scheduler.h"
+#include "localcluster/controllers/volume_controller.h"
+#include "localcluster/controllers/workload_controller.h"
 #include "localcluster/store.h"
 
 namespace unitrain::localcluster::controllers {
@@ -15,6 +18,9 @@ namespace unitrain::localcluster::controllers {
 struct ControllersOptions {
   bool garbage_collector = true;
   bool job_controller = true;
+  bool workload_controller = true;  // Deployments, ReplicaSets, StatefulSets, DaemonSets
+  bool volume_controller = true;    // default StorageClass, PersistentVolumeClaims bound at once
+  bool quota_controller = true;     // ResourceQuota status
   bool scheduler = true;
   bool kubelet = true;
   KubeletOptions kubelet_options;
@@ -31,6 +37,9 @@ class Controllers {
  private:
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<JobController> jobs_;
+  std::unique_ptr<WorkloadController> workloads_;
+  std::unique_ptr<VolumeController> volumes_;
+  std::unique_ptr<QuotaController> quotas_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Kubelet> kubelet_;
 };

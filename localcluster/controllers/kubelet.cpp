@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "localcluster/controllers/controller_base.h"
+#include "localcluster/controllers/event_recorder.h"
 
 namespace unitrain::localcluster::controllers {
 
@@ -20,6 +21,8 @@ constexpr std::string_view kExitCode = "sim.unitrain.io/exit-code";
 constexpr std::string_view kFailTimes = "sim.unitrain.io/fail-times";
 constexpr std::string_view kFailExitCode = "sim.unitrain.io/fail-exit-code";
 constexpr std::string_view kReadyAfter = "sim.unitrain.io/ready-after";
+constexpr std::string_view kStartDelay = "sim.unitrain.io/start-delay";
+constexpr std::string_view kLog = "sim.unitrain.io/log";
 
 std::string annotation_pointer(std::string_view key) { return "/metadata/annotations/" + json::escape_pointer_token(key); }
 
@@ -52,14 +55,19 @@ struct PodSim {
   int fail_times = 0;
   int fail_exit_code = 1;
   std::optional<Clock::duration> ready_after;
+  Clock::duration start_delay{};
+  bool forever = false;  // restartPolicy Always without a duration: runs until deleted
+  std::vector<std::string> log_lines;
 
-  std::string phase;  // "" not started by us, Running, Succeeded, Failed
+  std::string phase;  // "" not started by us, Pending (containers creating), Running, Succeeded, Failed
   bool ready = false;
   int restart_count = 0;
   std::string start_time, started_at, pod_ip, container_id;
   std::optional<Run> last;  // previous run, for lastState.terminated
+  std::string waiting_reason, waiting_message;  // ContainerCreating, CrashLoopBackOff; "" while running
   bool deleting = false;
   EventLoop::TimerId run_timer = 0, ready_timer = 0, delete_timer = 0;
+  json::Document ref;  // apiVersion, kind and metadata for events
 };
 
 struct NodeState {
@@ -76,11 +84,7 @@ Value condition(json::Document& d, std::string_view type, bool status, std::stri
   c.AddMember("status", json::str(status ? "True" : "False", d.alloc()), d.alloc());
   c.AddMember("lastProbeTime", Value(rapidjson::kNullType), d.alloc());
   c.AddMember("lastTransitionTime", json::str(now, d.alloc()), d.alloc());
-  // Explicit null: status writes are strategic-merge patches, and a stale reason must go.
-  if (reason.empty())
-    c.AddMember("reason", Value(rapidjson::kNullType), d.alloc());
-  else
-    c.AddMember("reason", json::str(reason, d.alloc()), d.alloc());
+  if (!reason.empty()) c.AddMember("reason", json::str(reason, d.alloc()), d.alloc());
   return c;
 }
 
@@ -100,8 +104,14 @@ struct Kubelet::Impl {
 
   std::string node_name(int i) const { return opt.node_prefix + std::to_string(i); }
 
-  void log(const PodSim& p, const std::string& line) {
-    if (opt.log) opt.log(p.ns, p.name, line);
+  void log(const PodSim& p, const Container& c, std::string_view run_id, const std::string& line) {
+    if (opt.log) opt.log(ContainerLogLine{p.ns, p.name, c.name, run_id, p.restart_count > 0, line});
+  }
+
+  void event(const PodSim& p, const Container* c, std::string_view type, std::string_view reason,
+             const std::string& message) {
+    std::string field = c ? fmt::format("spec.containers{{{}}}", c->name) : std::string();
+    record_event(store, p.ref.root(), field, type, reason, message, {"kubelet", p.node});
   }
 
   void register_nodes() {
@@ -259,41 +269,91 @@ struct Kubelet::Impl {
     p.fail_exit_code = int_annotation(obj, kFailExitCode, 1);
     if (auto ra = parse_go_duration(str_at(obj, annotation_pointer(kReadyAfter))); ra && ra->count() > 0)
       p.ready_after = std::chrono::duration_cast<Clock::duration>(*ra);
+    if (auto sd = parse_go_duration(str_at(obj, annotation_pointer(kStartDelay))); sd && sd->count() > 0)
+      p.start_delay = std::chrono::duration_cast<Clock::duration>(*sd);
+    p.forever = p.restart_policy == "Always" && !dur;
+    std::string_view text = str_at(obj, annotation_pointer(kLog));
+    while (!text.empty()) {
+      auto nl = text.find('\n');
+      p.log_lines.emplace_back(text.substr(0, nl));
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    }
+    p.ref = json::Document::object();
+    (void)json::set_string(p.ref, "/apiVersion", "v1");
+    (void)json::set_string(p.ref, "/kind", "Pod");
+    for (const char* f : {"name", "namespace", "uid", "resourceVersion"})
+      (void)json::set_string(p.ref, std::string("/metadata/") + f, str_at(obj, std::string("/metadata/") + f));
     return p;
   }
 
   // ---- pod lifecycle --------------------------------------------------------------------------
 
   void start(PodSim& p) {
-    p.phase = "Running";
+    p.phase = "Pending";
     p.start_time = now_rfc3339();
     p.pod_ip = allocate_ip();
-    for (const auto& c : p.init_containers) log(p, fmt::format("starting container {}", c.name));
-    for (const auto& c : p.init_containers) log(p, fmt::format("container {} exited with code 0", c.name));
-    begin_run(p);
+    for (const auto& c : p.init_containers) {
+      std::string id = fmt::format("containerd://{}-init-{}", p.uid, c.name);
+      log(p, c, id, fmt::format("starting container {}", c.name));
+      log(p, c, id, fmt::format("container {} exited with code 0", c.name));
+    }
+    for (const auto& c : p.containers) event(p, &c, "Normal", "Pulling", fmt::format("Pulling image \"{}\"", c.image));
+    if (p.start_delay == Clock::duration::zero()) {
+      begin_run(p);
+      return;
+    }
+    p.waiting_reason = "ContainerCreating";
+    write_status(p, nullptr);
+    after(p, p.start_delay, p.run_timer, [this](PodSim& q) { begin_run(q); });
+  }
+
+  // Runs `fn` on the pod after `delay` unless it was deleted or re-created meanwhile.
+  void after(PodSim& p, Clock::duration delay, EventLoop::TimerId& slot, std::function<void(PodSim&)> fn) {
+    std::string key = key_of(p.ns, p.name);
+    std::string uid = p.uid;
+    auto which = &slot == &p.run_timer ? 0 : &slot == &p.ready_timer ? 1 : 2;
+    slot = loop.after(delay, [this, key, uid, which, fn = std::move(fn)] {
+      auto it = pods.find(key);
+      if (it == pods.end() || it->second.uid != uid) return;
+      PodSim& q = it->second;
+      (which == 0 ? q.run_timer : which == 1 ? q.ready_timer : q.delete_timer) = 0;
+      fn(q);
+    });
   }
 
   void begin_run(PodSim& p) {
+    p.phase = "Running";
+    p.waiting_reason.clear();
+    p.waiting_message.clear();
     p.started_at = now_rfc3339();
     p.container_id = fmt::format("containerd://{}-{}", p.uid, p.restart_count);
     p.ready = !p.ready_after;
-    for (const auto& c : p.containers) log(p, fmt::format("starting container {}", c.name));
+    for (const auto& c : p.containers) {
+      if (p.restart_count == 0)
+        event(p, &c, "Normal", "Pulled",
+              fmt::format("Successfully pulled image \"{}\" in 0s (0s including waiting). Image size: 0 bytes.", c.image));
+      else
+        event(p, &c, "Normal", "Pulled", fmt::format("Container image \"{}\" already present on machine", c.image));
+      event(p, &c, "Normal", "Created", fmt::format("Created container: {}", c.name));
+      event(p, &c, "Normal", "Started", fmt::format("Started container {}", c.name));
+      log(p, c, p.container_id, fmt::format("starting container {}", c.name));
+      for (const auto& line : p.log_lines) log(p, c, p.container_id, line);
+    }
     write_status(p, nullptr);
-    std::string key = key_of(p.ns, p.name);
-    std::string uid = p.uid;
-    if (p.ready_after) p.ready_timer = loop.after(*p.ready_after, [this, key, uid] {
-      auto it = pods.find(key);
-      if (it == pods.end() || it->second.uid != uid || it->second.phase != "Running") return;
-      it->second.ready_timer = 0;
-      it->second.ready = true;
-      write_status(it->second, nullptr);
+    if (p.ready_after) after(p, *p.ready_after, p.ready_timer, [this](PodSim& q) {
+      if (q.phase != "Running" || !q.waiting_reason.empty()) return;
+      q.ready = true;
+      write_status(q, nullptr);
     });
-    p.run_timer = loop.after(p.run, [this, key, uid] {
-      auto it = pods.find(key);
-      if (it == pods.end() || it->second.uid != uid) return;
-      it->second.run_timer = 0;
-      finish_run(it->second);
-    });
+    if (!p.forever) after(p, p.run, p.run_timer, [this](PodSim& q) { finish_run(q); });
+  }
+
+  // Kubernetes' restart back-off: the base, doubled per restart already made, capped.
+  Clock::duration backoff(int restarts) const {
+    auto d = std::chrono::duration_cast<Clock::duration>(opt.restart_backoff);
+    auto cap = std::chrono::duration_cast<Clock::duration>(opt.restart_backoff_max);
+    for (int i = 0; i < restarts && d < cap; ++i) d *= 2;
+    return std::min(d, cap);
   }
 
   void finish_run(PodSim& p) {
@@ -302,18 +362,42 @@ struct Kubelet::Impl {
     int& done = runs[p.run_key];
     int code = done < p.fail_times ? p.fail_exit_code : p.exit_code;
     ++done;
-    for (const auto& c : p.containers) log(p, fmt::format("container {} exited with code {}", c.name, code));
+    for (const auto& c : p.containers) log(p, c, p.container_id, fmt::format("container {} exited with code {}", c.name, code));
     Run r{code, p.started_at, now_rfc3339(), p.container_id};
     bool restart = p.restart_policy == "Always" || (p.restart_policy == "OnFailure" && code != 0);
-    if (restart) {
-      p.last = r;
-      ++p.restart_count;
+    if (!restart) {
+      p.phase = code == 0 ? "Succeeded" : "Failed";
+      p.ready = false;
+      write_status(p, &r);
+      return;
+    }
+    p.last = r;
+    p.ready = false;
+    auto delay = backoff(p.restart_count);
+    ++p.restart_count;
+    if (delay <= Clock::duration::zero()) {
       begin_run(p);
       return;
     }
-    p.phase = code == 0 ? "Succeeded" : "Failed";
-    p.ready = false;
-    write_status(p, &r);
+    p.waiting_reason = "CrashLoopBackOff";
+    for (const auto& c : p.containers) {
+      p.waiting_message = fmt::format("back-off {} restarting failed container={} pod={}_{}({})",
+                                      go_duration(std::chrono::duration_cast<std::chrono::milliseconds>(delay)), c.name,
+                                      p.name, p.ns, p.uid);
+      event(p, &c, "Warning", "BackOff",
+            fmt::format("Back-off restarting failed container {} in pod {}_{}({})", c.name, p.name, p.ns, p.uid));
+    }
+    write_status(p, nullptr);
+    after(p, delay, p.run_timer, [this](PodSim& q) { begin_run(q); });
+  }
+
+  // Go's time.Duration.String() at millisecond precision ("300ms", "10s", "1.5s", "5m0s").
+  static std::string go_duration(std::chrono::milliseconds d) {
+    int64_t ms = d.count();
+    if (ms < 1000) return fmt::format("{}ms", ms);
+    std::string seconds = ms % 1000 == 0 ? fmt::format("{}s", (ms / 1000) % 60)
+                                         : fmt::format("{}s", static_cast<double>(ms % 60000) / 1000.0);
+    return ms < 60000 ? seconds : fmt::format("{}m{}", ms / 60000, seconds);
   }
 
   void begin_delete(PodSim& p, const Value& obj) {
@@ -325,6 +409,8 @@ struct Kubelet::Impl {
     auto grace = std::min<Clock::duration>(std::chrono::seconds(std::max<int64_t>(grace_s, 0)),
                                            opt.max_termination_grace);
     if (p.phase != "Running") grace = Clock::duration::zero();
+    if (p.phase == "Running" && !opt.manual)
+      for (const auto& c : p.containers) event(p, &c, "Normal", "Killing", fmt::format("Stopping container {}", c.name));
     std::string key = key_of(p.ns, p.name);
     std::string uid = p.uid;
     p.delete_timer = loop.after(grace, [this, key, uid] {
@@ -333,7 +419,8 @@ struct Kubelet::Impl {
       PodSim& pod = it->second;
       pod.delete_timer = 0;
       if (pod.phase == "Running" && !opt.manual) {
-        for (const auto& c : pod.containers) log(pod, fmt::format("container {} exited with code 143", c.name));
+        for (const auto& c : pod.containers)
+          log(pod, c, pod.container_id, fmt::format("container {} exited with code 143", c.name));
         Run r{143, pod.started_at, now_rfc3339(), pod.container_id};
         pod.phase = "Failed";
         pod.ready = false;
@@ -373,6 +460,8 @@ struct Kubelet::Impl {
   }
 
   // The whole kubelet-owned part of pod status; `final_run` set when the containers terminated.
+  // A JSON merge patch: the arrays (conditions, container statuses) are replaced whole, so no
+  // stale state and no null placeholders are left behind.
   void write_status(const PodSim& p, const Run* final_run) {
     auto st = json::Document::object();
     auto& a = st.alloc();
@@ -392,15 +481,12 @@ struct Kubelet::Impl {
     (void)json::set_string(st, "/status/startTime", p.start_time);
 
     bool terminal = final_run != nullptr;
-    std::string_view done_reason = terminal ? "PodCompleted" : "";
+    std::string_view not_ready = terminal ? "PodCompleted" : "ContainersNotReady";
     Value conds(rapidjson::kArrayType);
     conds.PushBack(condition(st, "PodReadyToStartContainers", !terminal, "", now), a);
-    conds.PushBack(condition(st, "Initialized", true, done_reason, now), a);
-    Value ready = condition(st, "Ready", p.ready, terminal ? "PodCompleted" : (p.ready ? "" : "ContainersNotReady"), now);
-    Value cready =
-        condition(st, "ContainersReady", p.ready, terminal ? "PodCompleted" : (p.ready ? "" : "ContainersNotReady"), now);
-    conds.PushBack(ready, a);
-    conds.PushBack(cready, a);
+    conds.PushBack(condition(st, "Initialized", true, terminal ? "PodCompleted" : "", now), a);
+    conds.PushBack(condition(st, "Ready", p.ready, p.ready ? "" : not_ready, now), a);
+    conds.PushBack(condition(st, "ContainersReady", p.ready, p.ready ? "" : not_ready, now), a);
     conds.PushBack(condition(st, "PodScheduled", true, "", now), a);
     (void)json::set(st, "/status/conditions", std::move(conds));
 
@@ -420,6 +506,7 @@ struct Kubelet::Impl {
       s.AddMember("imageID", json::str(c.image, a), a);
       Value state(rapidjson::kObjectType);
       Value last(rapidjson::kObjectType);
+      bool created = !(p.waiting_reason == "ContainerCreating");
       if (init) {
         Run r{0, p.start_time, p.start_time, fmt::format("containerd://{}-init-{}", p.uid, c.name)};
         state.AddMember("terminated", terminated(r), a);
@@ -430,18 +517,21 @@ struct Kubelet::Impl {
       } else {
         if (final_run) {
           state.AddMember("terminated", terminated(*final_run), a);
-          state.AddMember("running", Value(rapidjson::kNullType), a);
+        } else if (!p.waiting_reason.empty()) {
+          Value waiting(rapidjson::kObjectType);
+          waiting.AddMember("reason", json::str(p.waiting_reason, a), a);
+          if (!p.waiting_message.empty()) waiting.AddMember("message", json::str(p.waiting_message, a), a);
+          state.AddMember("waiting", waiting, a);
         } else {
           Value running(rapidjson::kObjectType);
           running.AddMember("startedAt", json::str(p.started_at, a), a);
           state.AddMember("running", running, a);
-          state.AddMember("terminated", Value(rapidjson::kNullType), a);
         }
         if (p.last) last.AddMember("terminated", terminated(*p.last), a);
-        s.AddMember("containerID", json::str(p.container_id, a), a);
+        if (created) s.AddMember("containerID", json::str(final_run ? final_run->container_id : p.container_id, a), a);
         s.AddMember("ready", p.ready && !final_run, a);
         s.AddMember("restartCount", p.restart_count, a);
-        s.AddMember("started", !final_run, a);
+        s.AddMember("started", !final_run && p.waiting_reason.empty(), a);
       }
       s.AddMember("state", state, a);
       s.AddMember("lastState", last, a);
@@ -452,7 +542,7 @@ struct Kubelet::Impl {
     for (const auto& c : p.init_containers) ics.PushBack(status_of(c, true), a);
     (void)json::set(st, "/status/containerStatuses", std::move(cs));
     if (!p.init_containers.empty()) (void)json::set(st, "/status/initContainerStatuses", std::move(ics));
-    (void)store.patch(*pods_r, p.ns, p.name, PatchKind::Strategic, st.dump(), "status");
+    (void)store.patch(*pods_r, p.ns, p.name, PatchKind::Merge, st.dump(), "status");
   }
 };
 

@@ -3,7 +3,9 @@
 // and finish without containers.
 //
 // Pod annotations (all optional):
-//   sim.unitrain.io/duration        how long each container run lasts (Go duration, default "1s")
+//   sim.unitrain.io/duration        how long each container run lasts (Go duration, default "1s";
+//                                   with restartPolicy Always and no duration the containers run
+//                                   until the pod is deleted, as a server's do)
 //   sim.unitrain.io/exit-code       exit code of a run (default 0)
 //   sim.unitrain.io/fail-times      the first N runs of this namespace/name exit with
 //   sim.unitrain.io/fail-exit-code  (default 1); the count survives re-creation of the pod under the
@@ -12,8 +14,16 @@
 //                                   namespace/generateName, so a Job's replacement pods see
 //                                   the failures of the ones before
 //   sim.unitrain.io/ready-after     delay between container start and Ready=True
+//   sim.unitrain.io/start-delay     how long the containers stay ContainerCreating (image pull)
+//   sim.unitrain.io/log             lines every container prints when it starts (`kubectl logs`)
 // All containers of a pod run with the same behaviour; init containers succeed at once.
-// Restarts happen in place with no CrashLoopBackOff delay, to keep tests fast.
+//
+// Status as a kubelet writes it: phase Pending with the containers waiting (ContainerCreating)
+// until they start, then Running; terminated containers with reason Completed or Error. A
+// container that exits under restartPolicy Always or OnFailure restarts in place after a back-off
+// of restart_backoff doubling per restart up to restart_backoff_max (Kubernetes: 10 s to 5 min);
+// meanwhile it waits with reason CrashLoopBackOff. Events: Pulling, Pulled, Created, Started,
+// Killing and BackOff, from "kubelet" on the pod's node.
 //
 // Graceful deletion: a bound pod with deletionTimestamp is stopped after
 // min(deletionGracePeriodSeconds, max_termination_grace) — the cap keeps tests fast — its
@@ -30,12 +40,10 @@
 #include <string>
 #include <string_view>
 
+#include "localcluster/container_log.h"
 #include "localcluster/store.h"
 
 namespace unitrain::localcluster::controllers {
-
-// One log line of a container (the server appends it to the pod's pods/log text).
-using PodLogSink = std::function<void(std::string_view ns, std::string_view pod, std::string_view line)>;
 
 struct KubeletOptions {
   int nodes = 3;
@@ -47,7 +55,10 @@ struct KubeletOptions {
   bool manual = false;
   std::chrono::milliseconds node_lost_grace{5000};
   std::chrono::milliseconds max_termination_grace{1000};
-  PodLogSink log;
+  // Kubernetes' container restart back-off; tests set it to zero (restarts at once).
+  std::chrono::milliseconds restart_backoff{10000};
+  std::chrono::milliseconds restart_backoff_max{300000};
+  ContainerLogSink log;
 };
 
 class Kubelet {

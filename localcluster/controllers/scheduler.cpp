@@ -10,6 +10,7 @@
 
 #include "core/api/quantity.h"
 #include "localcluster/controllers/controller_base.h"
+#include "localcluster/controllers/event_recorder.h"
 
 namespace unitrain::localcluster::controllers {
 
@@ -94,6 +95,7 @@ struct PodInfo {
   uint64_t seq = 0;
   std::string scheduled_cond;  // "status|reason|message" of PodScheduled as last seen or written
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  std::string_view scheduler_name() const { return scheduler.empty() ? std::string_view("default-scheduler") : scheduler; }
 };
 
 struct NodeInfo {
@@ -299,6 +301,8 @@ struct Scheduler::Impl {
     if (!r) return;
     p.node = node;
     set_scheduled(p, true, "", "");
+    record_event(store, r->root(), "", "Normal", "Scheduled",
+                 fmt::format("Successfully assigned {}/{} to {}", p.ns, p.name, node), {p.scheduler_name(), ""});
   }
 
   void set_scheduled(PodInfo& p, bool ok, std::string_view reason, std::string_view message) {
@@ -321,7 +325,10 @@ struct Scheduler::Impl {
     }
     conds.PushBack(c, a);
     (void)json::set(st, "/status/conditions", std::move(conds));
-    if (store.patch(*pods_r, p.ns, p.name, PatchKind::Strategic, st.dump(), "status")) p.scheduled_cond = sig;
+    auto written = store.patch(*pods_r, p.ns, p.name, PatchKind::Strategic, st.dump(), "status");
+    if (!written) return;
+    p.scheduled_cond = sig;
+    if (!ok) record_event(store, written->root(), "", "Warning", "FailedScheduling", message, {p.scheduler_name(), ""});
   }
 
   std::unordered_map<std::string, GroupStats> group_stats() const {

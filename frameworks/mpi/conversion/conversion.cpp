@@ -91,6 +91,10 @@ Result<json::Document> convert(const Value& object, std::string_view to_api_vers
   if (!from || (*from != kV1 && *from != kV2beta1))
     return fail(fmt::format("MPIJob: apiVersion {} is not {} or {}",
                             from ? fmt::format("\"{}\"", *from) : std::string("(missing)"), kV1, kV2beta1));
+  // The webhook picks this conversion by kind; a direct caller may not, and a TFJob relabelled
+  // as a v2beta1 object is no MPIJob.
+  if (auto kind = json::get_string(object, "/kind"); kind != std::string_view("MPIJob"))
+    return fail(fmt::format("MPIJob: kind {} is not MPIJob", kind ? fmt::format("\"{}\"", *kind) : std::string("(missing)")));
   json::Document out = json::Document::copy_of(object);
   if (*from == to_api_version) return out;
   const std::string source(*from);

@@ -1,3 +1,4 @@
+// Kept whole: one reference controller's hooks, in the order training-operator v1.8.1 runs them.
 // MPIJob kubeflow.org/v1 hooks, following training-operator v1.8.1 pkg/controller.v1/mpi
 // (defaults, reconcile-time validation messages, object names and contents, env, status).
 // Deliberate departures are listed in docs/compatibility.md.
@@ -571,11 +572,11 @@ class MpiV1Plugin final : public framework::ModulePlugin {
 
 framework::FrameworkDescriptor make_descriptor() {
   auto d = framework::kubeflow_v1_descriptor("MPIJob", "mpiReplicaSpecs", kReplicaTypes, "mpi", "mpi-port", 0, "mpi");
-  // Two modules serve MPIJob: this one answers to its versioned names, and to the bare kind only
-  // when the operator's --mpi-default-version says v1.
+  // Two modules serve MPIJob: this one answers to its versioned names and to the bare kind, which
+  // names kubeflow.org/v1 in training-operator's --enable-scheme.
   d.name = "kubeflow.org/mpijob@v1";
   d.aliases = {"mpijob-v1", "mpijobv1"};
-  d.kind_alias_default = false;
+  d.kind_alias_default = true;
   // No Services: the launcher reaches workers by pod name through the API server.
   d.owned_resources = {{"", "v1", "configmaps"},
                        {"", "v1", "serviceaccounts"},

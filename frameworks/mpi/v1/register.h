@@ -12,8 +12,8 @@ namespace unitrain::frameworks::mpi::v1 {
 // The operator flag that names the kubectl-delivery init container's image.
 inline constexpr const char* kKubectlDeliveryImageOption = "mpi-kubectl-delivery-image";
 
-// Registers "kubeflow.org/mpijob@v1" (aliases "mpijob-v1", "mpijobv1"; the bare kind "MPIJob"
-// means this module only when the operator's --mpi-default-version is v1). Option:
+// Registers "kubeflow.org/mpijob@v1" (aliases "mpijob-v1", "mpijobv1", and the bare kind "MPIJob",
+// as in training-operator's --enable-scheme). Option:
 // mpi-kubectl-delivery-image (default kubeflow/kubectl-delivery:latest).
 Status register_mpi_v1(framework::Registry& registry);
 

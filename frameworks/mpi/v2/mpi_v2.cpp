@@ -515,8 +515,9 @@ class MpiV2Plugin final : public framework::ModulePlugin,
 framework::FrameworkDescriptor make_descriptor() {
   framework::FrameworkDescriptor d;
   d.name = "kubeflow.org/mpijob@v2beta1";
+  // The bare kind MPIJob means v1 (training-operator's meaning); v2beta1 goes by its own names.
   d.aliases = {"mpijob-v2", "mpijobv2"};
-  d.kind_alias_default = true;
+  d.kind_alias_default = false;
   d.group = "kubeflow.org";
   d.version = "v2beta1";
   d.kind = "MPIJob";
@@ -542,7 +543,10 @@ Status register_mpi_v2(framework::Registry& registry) {
   r.permissions = {
       {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update", "delete"},
        "MPIJob v2: the hostfile ConfigMap and the SSH key Secret."},
-      {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v2: the launcher batch/v1 Job."}};
+      {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v2: the launcher batch/v1 Job."},
+      {{"batch"}, {"jobs/status"}, {"update"},
+       "MPIJob v2: before a suspended launcher that ran is resumed, its status.startTime is cleared (a started Job's "
+       "template is immutable)."}};
   return registry.add(std::move(r));
 }
 

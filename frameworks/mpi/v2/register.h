@@ -9,7 +9,7 @@
 namespace unitrain::frameworks::mpi::v2 {
 
 // Registers "kubeflow.org/mpijob@v2beta1" (aliases "mpijob-v2", "mpijobv2"; the bare kind
-// "MPIJob" means this module unless the operator picks another default version).
+// "MPIJob" names MPIJob v1, as in training-operator).
 Status register_mpi_v2(framework::Registry& registry);
 
 }  // namespace unitrain::frameworks::mpi::v2

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     long rss_start = status_kb("VmRSS:");
 
     ControllersOptions o;
+    o.kubelet_options.restart_backoff = std::chrono::milliseconds(0);
     o.kubelet_options.nodes = nodes;
     o.kubelet_options.cpu = "100000";
     o.kubelet_options.memory = "10Ti";

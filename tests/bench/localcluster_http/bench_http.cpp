@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     lc::LocalClusterOptions o;
     o.attach = [&](lc::Store& s) -> std::shared_ptr<void> {
       lc::controllers::ControllersOptions co;
+      co.kubelet_options.restart_backoff = std::chrono::milliseconds(0);
       co.kubelet_options.nodes = nodes;
       co.kubelet_options.cpu = "100000";
       co.kubelet_options.memory = "10Ti";

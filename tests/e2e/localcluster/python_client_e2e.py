@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """python3-kubernetes (Debian's package) against build/bin/localcluster: list, create, patch,
-watch from a resourceVersion, delete. Usage: python_client_e2e.py LOCALCLUSTER_BINARY [--tls]"""
+watch from a resourceVersion, delete, options the server refuses; a PVC bound, a Deployment available, a pod's log. Usage: python_client_e2e.py LOCALCLUSTER_BINARY [--tls]"""
 import os
 import shutil
 import signal
@@ -38,6 +38,64 @@ def start(binary, work, extra):
         proc.kill()
         fail(f"no 'ready <url>' line within 10s (got {line[0]!r})")
     return proc, line[0].split()[1]
+
+
+def eventually(what, pred, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.1)
+    fail(f"{what} within {seconds}s")
+
+
+def sdk_style_flow(core):
+    """What the Kubeflow SDK does around a training job: a PVC for the workspace, a Deployment-run
+    service, pods' logs."""
+    pvc = client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name="workspace"),
+        spec=client.V1PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
+                                                resources=client.V1ResourceRequirements(requests={"storage": "2Gi"})))
+    core.create_namespaced_persistent_volume_claim("default", pvc, _request_timeout=10)
+    bound = eventually("the PVC Bound", lambda: (lambda c: c if c.status is not None and c.status.phase == "Bound" else None)(
+        core.read_namespaced_persistent_volume_claim("workspace", "default", _request_timeout=10)))
+    if bound.spec.storage_class_name != "standard" or not bound.spec.volume_name:
+        fail(f"PVC bound without the default class or a volume: {bound.spec}")
+
+    apps = client.AppsV1Api()
+    labels = {"app": "py-web"}
+    dep = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="py-web"),
+        spec=client.V1DeploymentSpec(
+            replicas=2, selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="web", image="nginx:1.27")]))))
+    apps.create_namespaced_deployment("default", dep, _request_timeout=10)
+    eventually("py-web available", lambda: (lambda d: d.status is not None and d.status.available_replicas == 2)(
+        apps.read_namespaced_deployment_status("py-web", "default", _request_timeout=10)))
+
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="trainer", annotations={"sim.unitrain.io/duration": "200ms",
+                                                                   "sim.unitrain.io/log": "step 1\nstep 2"}),
+        spec=client.V1PodSpec(restart_policy="Never", containers=[client.V1Container(
+            name="main", image="pytorch:2",
+            volume_mounts=[client.V1VolumeMount(name="ws", mount_path="/workspace")])],
+            volumes=[client.V1Volume(name="ws", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
+                claim_name="workspace"))]))
+    core.create_namespaced_pod("default", pod, _request_timeout=10)
+    eventually("the trainer pod Succeeded", lambda: (lambda p: p.status is not None and p.status.phase == "Succeeded")(
+        core.read_namespaced_pod("trainer", "default", _request_timeout=10)))
+    log = core.read_namespaced_pod_log("trainer", "default", container="main", _request_timeout=10)
+    if "step 2" not in log or "container main exited with code 0" not in log:
+        fail(f"trainer log: {log!r}")
+    try:
+        core.read_namespaced_pod_log("trainer", "default", container="nope", _request_timeout=10)
+        fail("log of an unknown container succeeded")
+    except client.exceptions.ApiException as e:
+        if e.status != 400 or "container nope is not valid for pod trainer" not in e.body:
+            fail(f"log of an unknown container: {e.status} {e.body}")
 
 
 def main():
@@ -88,6 +146,26 @@ def main():
         selected = core.list_namespaced_config_map("default", label_selector="app=py", _request_timeout=10)
         if selected.items:
             fail("py1 still listed after delete")
+
+        # Options kube-apiserver refuses come back as ApiExceptions with its status and words.
+        def refused(call, status, words):
+            try:
+                call()
+            except client.exceptions.ApiException as e:
+                if e.status != status or words not in (e.body or ""):
+                    fail(f"expected {status} with {words!r}, got {e.status}: {e.body}")
+                return
+            fail(f"expected {status} with {words!r}, the call succeeded")
+
+        refused(lambda: core.list_namespaced_config_map("default", resource_version="1", resource_version_match="Bogus",
+                                                        _request_timeout=10),
+                422, 'Unsupported value: \\"Bogus\\"')
+        refused(lambda: core.list_namespaced_config_map("default", limit=1, _continue="bm90LWEtdG9rZW4",
+                                                        _request_timeout=10),
+                400, "invalid continue token")
+        refused(lambda: core.create_namespaced_config_map("default", body, dry_run="Yes", _request_timeout=10),
+                422, "dryRun: Unsupported value")
+        sdk_style_flow(core)
         print("PASS")
     finally:
         signal.alarm(0)

@@ -5,7 +5,7 @@
 #     module (--mpi-default-version v2beta1), which pins itself in the job; after a restart with
 #     --mpi-default-version v1 the job still has exactly one launcher (its batch Job; no v1
 #     launcher Pod, Role or ServiceAccount), while a new job without managedBy goes to v1;
-#  2. with the mpi-both webhook configurations installed and only the v1 module enabled, the
+#  2. with the standalone overlay's webhook configurations installed and only the v1 module enabled, the
 #     operator drops the v2beta1 hooks it no longer serves: writes through v2beta1 work (patch and
 #     create), and v1 writes are still checked by the v1 module.
 # The localcluster reaches the operator's webhook server through --service-endpoint for the
@@ -90,7 +90,7 @@ is_state unowned Running || fail "job unowned is $(state unowned) after the rest
 echo "after --mpi-default-version v1: job unowned has one launcher (its Job), job probe went to v1"
 
 # --- 2. a disabled module's webhooks ---------------------------------------------------------------
-k apply -n kubeflow -f "$src/manifests/overlays/mpi-both/webhook.yaml" >/dev/null || fail "installing the webhook configurations"
+k apply -n kubeflow -f "$src/manifests/components/webhooks/webhook.yaml" >/dev/null || fail "installing the webhook configurations"
 start_operator --enable-scheme mpijob-v1,mpijob-v2
 job owned-v1 v1 | k create -f - >/dev/null || fail "creating job owned-v1"
 m=$(k get mpijobs.v1.kubeflow.org owned-v1 -o jsonpath='{.spec.runPolicy.managedBy}')

@@ -65,6 +65,7 @@ struct Cluster {
     if (opts.podgroup_crds) REQUIRE(lc::controllers::install_podgroup_crds(cluster.store()));
     lc::controllers::ControllersOptions o;
     o.kubelet_options.manual = opts.manual_kubelet;
+    o.kubelet_options.restart_backoff = std::chrono::milliseconds(0);  // restarts in place at once
     controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), o);
     kube::RestConfig cfg;
     cfg.scheme = "http";

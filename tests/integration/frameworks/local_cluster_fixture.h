@@ -75,6 +75,7 @@ struct LocalClusterFixture {
   LocalClusterFixture() {
     REQUIRE(cluster.start());
     lc::controllers::ControllersOptions o;
+    o.kubelet_options.restart_backoff = std::chrono::milliseconds(0);  // restarts in place at once
     controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), o);
     kube::RestConfig cfg;
     cfg.scheme = "http";

@@ -145,7 +145,10 @@ TEST_CASE("discovery documents: /api, /apis, group versions and the aggregated f
   CHECK(cl.get("/healthz").body == "ok");
   CHECK(cl.get("/readyz").status == 200);
   CHECK(str(parse(cl.get("/version").body).root(), "/gitVersion") == "v1.32.0");
-  CHECK(cl.get("/openapi/v2").status == 404);
+  // OpenAPI v2 is served (kubectl reads it for kinds missing from v3).
+  auto v2 = cl.get("/openapi/v2");
+  CHECK(v2.status == 200);
+  CHECK(str(parse(v2.body).root(), "/swagger") == "2.0");
 }
 
 TEST_CASE("create, get, list and errors as metav1.Status") {
@@ -265,12 +268,28 @@ TEST_CASE("kubectl's Table and metadata-only representations") {
   CHECK(str(meta.root(), "/kind") == "PartialObjectMetadataList");
   CHECK(str(meta.root(), "/items/0/metadata/name") == "p1");
 
-  c->append_pod_log("default", "p1", "hello");
-  c->append_pod_log("default", "p1", "world");
+  // Before its container started, a pod has no log to show.
+  auto waiting = cl.get("/api/v1/namespaces/default/pods/p1/log");
+  CHECK(waiting.status == 400);
+  CHECK(waiting.body.find(R"(container \"c\" in pod \"p1\" is waiting to start: ContainerCreating)") != std::string::npos);
+  REQUIRE(cl.send("PATCH", "/api/v1/namespaces/default/pods/p1/status",
+                  R"({"status":{"phase":"Running","containerStatuses":[{"name":"c","image":"busybox","imageID":"",
+                      "containerID":"containerd://1","ready":true,"restartCount":0,"state":{"running":{}}}]}})",
+                  "application/merge-patch+json")
+              .status == 200);
+  c->append_pod_log({"default", "p1", "c", "containerd://1", false, "hello"});
+  c->append_pod_log({"default", "p1", "c", "containerd://1", false, "world"});
   auto log = cl.get("/api/v1/namespaces/default/pods/p1/log");
   CHECK(log.status == 200);
   CHECK(log.body == "hello\nworld\n");
   CHECK(cl.get("/api/v1/namespaces/default/pods/p1/log?tailLines=1").body == "world\n");
+  CHECK(cl.get("/api/v1/namespaces/default/pods/p1/log?container=c").body == "hello\nworld\n");
+  auto wrong = cl.get("/api/v1/namespaces/default/pods/p1/log?container=nope");
+  CHECK(wrong.status == 400);
+  CHECK(wrong.body.find("container nope is not valid for pod p1") != std::string::npos);
+  auto previous = cl.get("/api/v1/namespaces/default/pods/p1/log?previous=true");
+  CHECK(previous.status == 400);
+  CHECK(previous.body.find(R"(previous terminated container \"c\" in pod \"p1\" not found)") != std::string::npos);
   CHECK(cl.get("/api/v1/namespaces/default/pods/nope/log").status == 404);
 }
 

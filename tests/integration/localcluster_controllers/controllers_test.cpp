@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,10 +49,10 @@ struct Env {
     configmaps = *store->find_resource("", "v1", "configmaps");
   }
 
-  PodLogSink sink() {
-    return [this](std::string_view ns, std::string_view pod, std::string_view line) {
-      std::lock_guard l(log_mu);
-      log.push_back(fmt::format("{}/{}: {}", ns, pod, line));
+  ContainerLogSink sink() {
+    return [this](const ContainerLogLine& l) {
+      std::lock_guard lock(log_mu);
+      log.push_back(fmt::format("{}/{}: {}", l.ns, l.pod, l.line));
     };
   }
   std::vector<std::string> logs() {
@@ -118,6 +119,7 @@ KubeletOptions kubelet_options(Env& env, int nodes = 3, std::string cpu = "8") {
   k.log = env.sink();
   k.node_lost_grace = 200ms;
   k.max_termination_grace = 100ms;
+  k.restart_backoff = 0ms;  // restarts at once; the back-off has its own test
   return k;
 }
 
@@ -673,4 +675,248 @@ TEST_CASE("Job podReplacementPolicy decides whether terminating pods are replace
     }
     CHECK(json::get_int(env.get(env.jobs, "repl")->root(), "/status/failed").value_or(0) <= 1);
   }
+}
+
+// ---- apps/v1, storage, admission, kubelet fidelity ------------------------------------------
+
+namespace {
+
+ResourceInfo res(Env& env, std::string_view group, std::string_view plural) {
+  auto r = env.store->find_resource(group, "v1", plural);
+  REQUIRE(r);
+  return *r;
+}
+
+// A pod template whose containers run until deleted (restartPolicy Always, no duration).
+std::string workload_json(const std::string& kind, const std::string& name, int replicas, const std::string& extra_spec,
+                          const std::string& template_annotations = "") {
+  std::string replicas_field = kind == "DaemonSet" ? "" : fmt::format(R"("replicas":{},)", replicas);
+  return fmt::format(
+      R"({{"apiVersion":"apps/v1","kind":"{}","metadata":{{"name":"{}"}},
+          "spec":{{{}{}"selector":{{"matchLabels":{{"app":"{}"}}}},
+          "template":{{"metadata":{{"labels":{{"app":"{}"}},"annotations":{{{}}}}},
+                       "spec":{{"containers":[{{"name":"c","image":"nginx:1","resources":{{"requests":{{"cpu":"10m"}}}}}}]}}}}}}}})",
+      kind, name, replicas_field, extra_spec, name, name, template_annotations);
+}
+
+int64_t int_at(Env& env, const ResourceInfo& r, std::string_view name, std::string_view pointer) {
+  auto g = env.get(r, name);
+  return g ? json::get_int(g->root(), pointer).value_or(0) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("Deployment rolls out through ReplicaSets and reports what kubectl rollout status reads", "[apps]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto deployments = res(env, "apps", "deployments");
+  auto replicasets = res(env, "apps", "replicasets");
+  env.create(deployments, workload_json("Deployment", "web", 3, ""));
+  auto rolled_out = [&] {
+    auto d = env.get(deployments, "web");
+    if (!d) return false;
+    const auto& o = d->root();
+    return json::get_int(o, "/status/observedGeneration") == json::get_int(o, "/metadata/generation") &&
+           json::get_int(o, "/status/updatedReplicas") == 3 && json::get_int(o, "/status/replicas") == 3 &&
+           json::get_int(o, "/status/availableReplicas") == 3;
+  };
+  REQUIRE(eventually(rolled_out));
+  CHECK(env.condition(deployments, "web", "Available") == "True");
+  CHECK(env.condition(deployments, "web", "Progressing", "/reason") == "NewReplicaSetAvailable");
+  auto sets = env.list(replicasets, "app=web");
+  REQUIRE(sets.size() == 1);
+  std::string first_rs(str_at(sets[0].root(), "/metadata/name"));
+  std::string hash(str_at(sets[0].root(), "/metadata/labels/pod-template-hash"));
+  CHECK(first_rs == "web-" + hash);
+  CHECK(str_at(sets[0].root(), "/metadata/annotations/deployment.kubernetes.io~1revision") == "1");
+  auto pods = env.list(env.pods, "app=web");
+  CHECK(pods.size() == 3);
+  for (const auto& p : pods) CHECK(str_at(p.root(), "/metadata/ownerReferences/0/name") == first_rs);
+
+  // A new template: a second ReplicaSet takes over, the first one is scaled to zero.
+  auto d = *env.get(deployments, "web");
+  REQUIRE(json::set_string(d, "/spec/template/metadata/annotations/rev", "2"));
+  REQUIRE(env.store->update(deployments, "default", "web", std::move(d)));
+  REQUIRE(eventually([&] { return rolled_out() && env.list(env.pods, "app=web").size() == 3; }));
+  REQUIRE(eventually([&] { return int_at(env, replicasets, first_rs, "/spec/replicas") == 0; }));
+  REQUIRE(eventually([&] {
+    for (const auto& p : env.list(env.pods, "app=web"))
+      if (str_at(p.root(), "/metadata/labels/pod-template-hash") == hash) return false;
+    return env.list(env.pods, "app=web").size() == 3;
+  }));
+  CHECK(env.list(replicasets, "app=web").size() == 2);
+  CHECK(env.str(deployments, "web", "/metadata/annotations/deployment.kubernetes.io~1revision") == "2");
+
+  // Scaling down removes pods.
+  REQUIRE(env.store->patch(deployments, "default", "web", PatchKind::Merge, R"({"spec":{"replicas":1}})"));
+  REQUIRE(eventually([&] {
+    return env.list(env.pods, "app=web").size() == 1 && int_at(env, deployments, "web", "/status/replicas") == 1;
+  }));
+}
+
+TEST_CASE("StatefulSet creates ordinal pods in order with their claims; DaemonSet one pod per node", "[apps]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto statefulsets = res(env, "apps", "statefulsets");
+  auto daemonsets = res(env, "apps", "daemonsets");
+  auto claims = res(env, "", "persistentvolumeclaims");
+  env.create(statefulsets,
+             workload_json("StatefulSet", "db", 2,
+                           R"("serviceName":"db","volumeClaimTemplates":[{"metadata":{"name":"data"},
+                               "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}],)",
+                           R"("sim.unitrain.io/ready-after":"300ms")"));
+  // OrderedReady: db-1 only once db-0 is Ready.
+  REQUIRE(eventually([&] {
+    bool first_ready = env.condition(env.pods, "db-0", "Ready") == "True";
+    if (!first_ready) CHECK_FALSE(env.get(env.pods, "db-1").has_value());
+    return first_ready;
+  }));
+  REQUIRE(eventually([&] {
+    auto s = env.get(statefulsets, "db");
+    return s && json::get_int(s->root(), "/status/readyReplicas") == 2 &&
+           str_at(s->root(), "/status/currentRevision") == str_at(s->root(), "/status/updateRevision");
+  }));
+  auto pod = *env.get(env.pods, "db-1");
+  CHECK(str_at(pod.root(), "/spec/hostname") == "db-1");
+  CHECK(str_at(pod.root(), "/spec/subdomain") == "db");
+  CHECK(str_at(pod.root(), "/metadata/labels/apps.kubernetes.io~1pod-index") == "1");
+  CHECK(str_at(pod.root(), "/spec/volumes/0/persistentVolumeClaim/claimName") == "data-db-1");
+  REQUIRE(eventually([&] { return env.str(claims, "data-db-1", "/status/phase") == "Bound"; }));
+
+  env.create(daemonsets, workload_json("DaemonSet", "agent", 0, ""));
+  REQUIRE(eventually([&] {
+    auto d = env.get(daemonsets, "agent");
+    return d && json::get_int(d->root(), "/status/desiredNumberScheduled") == 3 &&
+           json::get_int(d->root(), "/status/numberReady") == 3 &&
+           json::get_int(d->root(), "/status/updatedNumberScheduled") == 3;
+  }));
+  std::set<std::string> nodes_used;
+  for (const auto& p : env.list(env.pods, "app=agent")) nodes_used.insert(std::string(str_at(p.root(), "/spec/nodeName")));
+  CHECK(nodes_used.size() == 3);
+}
+
+TEST_CASE("PersistentVolumeClaims are bound at once by the default StorageClass's provisioner", "[storage]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto claims = res(env, "", "persistentvolumeclaims");
+  auto volumes = res(env, "", "persistentvolumes");
+  auto classes = res(env, "storage.k8s.io", "storageclasses");
+  REQUIRE(eventually([&] { return env.get(classes, "standard").has_value(); }));
+  CHECK(env.str(classes, "standard", "/metadata/annotations/storageclass.kubernetes.io~1is-default-class") == "true");
+  auto created = env.create(claims, R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"work"},
+      "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"5Gi"}}}})");
+  std::string volume = "pvc-" + std::string(str_at(created.root(), "/metadata/uid"));
+  REQUIRE(eventually([&] { return env.str(claims, "work", "/status/phase") == "Bound"; }));
+  auto claim = *env.get(claims, "work");
+  CHECK(str_at(claim.root(), "/spec/volumeName") == volume);
+  CHECK(str_at(claim.root(), "/spec/storageClassName") == "standard");
+  CHECK(str_at(claim.root(), "/status/capacity/storage") == "5Gi");
+  auto pv = env.get(volumes, volume);
+  REQUIRE(pv);
+  CHECK(str_at(pv->root(), "/status/phase") == "Bound");
+  CHECK(str_at(pv->root(), "/spec/claimRef/name") == "work");
+  CHECK(str_at(pv->root(), "/spec/capacity/storage") == "5Gi");
+  env.remove(claims, "work", std::nullopt);
+  REQUIRE(eventually([&] { return !env.get(volumes, volume).has_value(); }));
+
+  // A class that does not exist leaves the claim Pending.
+  env.create(claims, R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"nowhere"},
+      "spec":{"storageClassName":"fast","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})");
+  REQUIRE(eventually([&] {
+    for (const auto& e : env.list(res(env, "", "events")))
+      if (str_at(e.root(), "/involvedObject/name") == "nowhere" && str_at(e.root(), "/reason") == "ProvisioningFailed")
+        return true;
+    return false;
+  }));
+  CHECK(env.str(claims, "nowhere", "/status/phase") == "Pending");
+}
+
+TEST_CASE("ResourceQuota refuses pods over it as kube-apiserver words it; LimitRange defaults apply", "[admission]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto quotas = res(env, "", "resourcequotas");
+  auto limits = res(env, "", "limitranges");
+  env.create(limits, R"({"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults"},
+      "spec":{"limits":[{"type":"Container","default":{"cpu":"500m","memory":"256Mi"},"defaultRequest":{"cpu":"250m"}}]}})");
+  env.create(quotas, R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute"},
+      "spec":{"hard":{"pods":"2","requests.cpu":"600m"}}})");
+  auto bare = [](const std::string& name) {
+    return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}"}},
+        "spec":{{"containers":[{{"name":"main","image":"x"}}]}}}})", name);
+  };
+  auto p1 = env.create(env.pods, bare("p1"));
+  CHECK(str_at(p1.root(), "/spec/containers/0/resources/limits/cpu") == "500m");
+  CHECK(str_at(p1.root(), "/spec/containers/0/resources/requests/cpu") == "250m");
+  CHECK(str_at(p1.root(), "/spec/containers/0/resources/requests/memory") == "256Mi");
+  CHECK(str_at(p1.root(), "/metadata/annotations/kubernetes.io~1limit-ranger").starts_with("LimitRanger plugin set: "));
+  env.create(env.pods, bare("p2"));
+  auto third = env.store->create(env.pods, "default", parse(bare("p3")));
+  REQUIRE_FALSE(third);
+  CHECK(third.error().code == 403);
+  REQUIRE(eventually([&] {
+    auto q = env.get(quotas, "compute");
+    return q && str_at(q->root(), "/status/used/pods") == "2" && str_at(q->root(), "/status/used/requests.cpu") == "500m" &&
+           str_at(q->root(), "/status/hard/pods") == "2";
+  }));
+  CHECK(third.error().message ==
+        "pods \"p3\" is forbidden: exceeded quota: compute, requested: pods=1,requests.cpu=250m, used: "
+        "pods=2,requests.cpu=500m, limited: pods=2,requests.cpu=600m");
+
+  // A quota on limits.memory needs every container to state one.
+  env.remove(quotas, "compute", std::nullopt);
+  env.remove(limits, "defaults", std::nullopt);
+  env.create(quotas, R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"mem"},
+      "spec":{"hard":{"limits.memory":"1Gi"}}})");
+  auto unstated = env.store->create(env.pods, "default", parse(bare("p4")));
+  REQUIRE_FALSE(unstated);
+  CHECK(unstated.error().message == "pods \"p4\" is forbidden: failed quota: mem: must specify limits.memory for: main");
+}
+
+TEST_CASE("kubelet: ContainerCreating, CrashLoopBackOff with a doubling back-off, events, no null states", "[kubelet]") {
+  Env env;
+  auto o = all(env);
+  o.kubelet_options.restart_backoff = 100ms;
+  o.kubelet_options.restart_backoff_max = 400ms;
+  Controllers c(*env.store, std::move(o));
+  env.create(env.pods, pod_json("slow-start", R"("sim.unitrain.io/start-delay":"400ms","sim.unitrain.io/duration":"1h")"));
+  REQUIRE(eventually([&] {
+    return env.str(env.pods, "slow-start", "/status/containerStatuses/0/state/waiting/reason") == "ContainerCreating";
+  }));
+  CHECK(env.str(env.pods, "slow-start", "/status/phase") == "Pending");
+  REQUIRE(eventually([&] { return env.str(env.pods, "slow-start", "/status/phase") == "Running"; }));
+  auto running = *env.get(env.pods, "slow-start");
+  const json::Value* state = json::find(running.root(), "/status/containerStatuses/0/state");
+  REQUIRE(state);
+  CHECK(json::find(*state, "/running") != nullptr);
+  CHECK(json::find(*state, "/terminated") == nullptr);
+  CHECK(json::find(*state, "/waiting") == nullptr);
+
+  env.create(env.pods, pod_json("crasher", R"("sim.unitrain.io/duration":"20ms","sim.unitrain.io/exit-code":"2")", "Always"));
+  std::set<std::string> messages;
+  REQUIRE(eventually([&] {
+    auto p = env.get(env.pods, "crasher");
+    if (!p) return false;
+    if (str_at(p->root(), "/status/containerStatuses/0/state/waiting/reason") == "CrashLoopBackOff") {
+      std::string m(str_at(p->root(), "/status/containerStatuses/0/state/waiting/message"));
+      messages.insert(m.substr(0, m.find(" restarting")));
+    }
+    return messages.count("back-off 400ms") > 0;
+  }, 30s, 5ms));
+  CHECK(messages.count("back-off 800ms") == 0);  // capped at restart_backoff_max
+  auto crasher = *env.get(env.pods, "crasher");
+  CHECK(str_at(crasher.root(), "/status/phase") == "Running");
+  CHECK(str_at(crasher.root(), "/status/containerStatuses/0/lastState/terminated/reason") == "Error");
+  CHECK(json::get_int(crasher.root(), "/status/containerStatuses/0/restartCount").value_or(0) >= 3);
+
+  auto reasons_for = [&](std::string_view pod) {
+    std::set<std::string> out;
+    for (const auto& e : env.list(res(env, "", "events")))
+      if (str_at(e.root(), "/involvedObject/name") == pod) out.insert(std::string(str_at(e.root(), "/reason")));
+    return out;
+  };
+  REQUIRE(eventually([&] { return reasons_for("crasher").count("BackOff") > 0; }));
+  auto reasons = reasons_for("crasher");
+  for (const char* want : {"Scheduled", "Pulling", "Pulled", "Created", "Started", "BackOff"}) CHECK(reasons.count(want) == 1);
+  env.remove(env.pods, "slow-start", std::nullopt);
+  REQUIRE(eventually([&] { return reasons_for("slow-start").count("Killing") > 0; }));
 }

@@ -70,7 +70,9 @@ struct Cluster {
   // as the local cluster does without a webhook) and an MPI v2 controller beside the v1 one.
   explicit Cluster(bool both_versions = false) {
     REQUIRE(cluster.start());
-    controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), lc::controllers::ControllersOptions{});
+    lc::controllers::ControllersOptions co;
+    co.kubelet_options.restart_backoff = std::chrono::milliseconds(0);
+    controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), std::move(co));
     kube::RestConfig cfg;
     cfg.scheme = "http";
     cfg.host = "127.0.0.1";

@@ -93,7 +93,9 @@ struct Env {
   lc::LocalCluster cluster{[] {
     lc::LocalClusterOptions o;
     o.attach = [](lc::Store& s) -> std::shared_ptr<void> {
-      return std::make_shared<lc::controllers::Controllers>(s, lc::controllers::ControllersOptions{});
+      lc::controllers::ControllersOptions co;
+      co.kubelet_options.restart_backoff = std::chrono::milliseconds(0);
+      return std::make_shared<lc::controllers::Controllers>(s, std::move(co));
     };
     return o;
   }()};

@@ -1,6 +1,6 @@
 // TrainJob on the local cluster: the runtime pinned in its snapshot, the JobSet built as Trainer
 // v2.3.0 builds it and run by the jobset module, the TrainJob Complete; MPI's objects; suspend
-// and resume; the deadline; a missing runtime's event.
+// and resume; the deadline; a missing runtime's event; CEL rules of the CRDs.
 #include "frameworks/jobset/register.h"
 #include "frameworks/trainer/register.h"
 #include "tests/integration/frameworks/local_cluster_fixture.h"
@@ -178,7 +178,7 @@ TEST_CASE("TrainJob past its activeDeadlineSeconds: Failed/DeadlineExceeded, its
   REQUIRE(eventually([&] { return field(k, kJobSets, "late", "/metadata/name") == "<absent>"; }));
 }
 
-TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no JobSet") {
+TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no JobSet; CRD CEL rules") {
   Cluster k;
   install(k);
   auto jobsets = k.controller("jobset");
@@ -190,4 +190,18 @@ TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no Jo
                         "ClusterTrainingRuntime specified in TrainJob: ");
   }));
   CHECK(field(k, kJobSets, "lost", "/metadata/name") == "<absent>");
+
+  // The CRD's CEL: immutable trainer, allowed managedBy values, name format.
+  auto change = json::Document::parse(R"({"spec":{"trainer":{"numNodes":3}}})");
+  REQUIRE(change);
+  auto r = k.client->patch(kTrainJobs, "default", "lost", kube::PatchType::Merge, change->dump());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().is(kube::ApiError::Reason::Invalid));
+  CHECK_THAT(r.error().message, Catch::Contains("spec.trainer: Invalid value: \"object\": field is immutable"));
+  auto other = unitrain::testing::yaml(trainjob("x", "torch-distributed", "node", "1s"));
+  REQUIRE(json::set_string(other, "/spec/managedBy", "example.com/mine"));
+  auto m = k.client->create(kTrainJobs, "default", other.root());
+  REQUIRE_FALSE(m);
+  CHECK_THAT(m.error().message,
+             Catch::Contains("ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"));
 }

@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "cmd/training-operator/controllers.h"
 #include "cmd/training-operator/frameworks.h"
+#include "cmd/training-operator/manifests.h"
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "tests/support/local_cluster.h"
@@ -94,4 +96,36 @@ TEST_CASE("the operator's ClusterRole and Role grant every built-in framework wh
       }
     }
   }
+}
+
+TEST_CASE("the files under manifests/ that list the kinds are what `training-operator manifests` generates") {
+  framework::Registry registry;
+  REQUIRE(operator_cmd::register_frameworks(registry));
+  auto every = registry.resolve({"*"});
+  REQUIRE(every);
+  auto files = operator_cmd::generate_manifests(registry, *every);
+  REQUIRE(files);
+  REQUIRE(files->size() > 4);  // the kustomization, two roles, the webhooks, then the CRDs
+  for (const auto& f : *files) {
+    INFO("manifests/" << f.path << " differs from `training-operator manifests`: run scripts/generate-manifests");
+    CHECK(testing::read_text((kManifests / f.path).string()) == f.text);
+  }
+}
+
+TEST_CASE("training-operator manifests: only the enabled modules, and a clear error for an unknown one") {
+  framework::Registry registry;
+  REQUIRE(operator_cmd::register_frameworks(registry));
+  const auto& first = registry.all().front().descriptor;
+  auto files = operator_cmd::generate_manifests(registry, {first.name});
+  REQUIRE(files);
+  for (const auto& f : *files) {
+    INFO(f.path);
+    for (const auto& r : registry.all()) {
+      if (r.descriptor.plural == first.plural && r.descriptor.group == first.group) continue;
+      CHECK(f.text.find(r.descriptor.plural) == std::string::npos);
+    }
+  }
+  CHECK(files->front().text.find(operator_cmd::crd_file_name(first, "")) != std::string::npos);
+  CHECK_FALSE(operator_cmd::generate_manifests(registry, {}));
+  CHECK_FALSE(registry.resolve({"no-such-kind"}));
 }

@@ -56,10 +56,10 @@ fw::Registry standard() {
   fw::Registry r;
   REQUIRE(r.add(reg(descriptor("kubeflow.org/tfjob", "TFJob", "v1", {"tensorflow"}))));
   REQUIRE(r.add(reg(descriptor("kubeflow.org/pytorchjob", "PyTorchJob", "v1", {"pytorch"}))));
-  auto v1 = descriptor("kubeflow.org/mpijob@v1", "MPIJob", "v1", {"mpijob-v1"});
-  v1.kind_alias_default = false;
-  REQUIRE(r.add(reg(v1)));
-  REQUIRE(r.add(reg(descriptor("kubeflow.org/mpijob@v2beta1", "MPIJob", "v2beta1", {"mpijob-v2"}))));
+  REQUIRE(r.add(reg(descriptor("kubeflow.org/mpijob@v1", "MPIJob", "v1", {"mpijob-v1"}))));
+  auto v2 = descriptor("kubeflow.org/mpijob@v2beta1", "MPIJob", "v2beta1", {"mpijob-v2"});
+  v2.kind_alias_default = false;
+  REQUIRE(r.add(reg(v2)));
   return r;
 }
 
@@ -80,20 +80,24 @@ TEST_CASE("enable-scheme: kinds and aliases are case-insensitive, values repeat 
   CHECK(*names == std::vector<std::string>{"kubeflow.org/tfjob", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob@v1"});
 }
 
-TEST_CASE("enable-scheme: the bare MPIJob kind means the default version") {
+TEST_CASE("enable-scheme: a kind two modules serve means, bare, the one marked kind_alias_default") {
   auto r = standard();
-  auto implicit = r.resolve({"mpijob"});
-  REQUIRE(implicit);
-  CHECK(*implicit == std::vector<std::string>{"kubeflow.org/mpijob@v2beta1"});
-  fw::EnablementOptions options;
-  options.default_version["mpijob"] = "v1";
-  auto chosen = r.resolve({"MPIJob"}, options);
-  REQUIRE(chosen);
-  CHECK(*chosen == std::vector<std::string>{"kubeflow.org/mpijob@v1"});
-  options.default_version["mpijob"] = "v3";
-  auto bad = r.resolve({"MPIJob"}, options);
-  REQUIRE_FALSE(bad);
-  CHECK(bad.error().message == "--enable-scheme: default version \"v3\" for MPIJob is not registered; registered versions: v1, v2beta1");
+  auto bare = r.resolve({"mpijob"});
+  REQUIRE(bare);
+  CHECK(*bare == std::vector<std::string>{"kubeflow.org/mpijob@v1"});
+  auto removed = r.resolve({"-MPIJob"});
+  REQUIRE(removed);
+  CHECK(*removed == std::vector<std::string>{"kubeflow.org/tfjob", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob@v2beta1"});
+  fw::Registry neither;
+  auto a = descriptor("test.unitrain.io/echojob@v1", "EchoJob", "v1", {"echo-v1"});
+  auto b = descriptor("test.unitrain.io/echojob@v2", "EchoJob", "v2", {"echo-v2"});
+  a.kind_alias_default = b.kind_alias_default = false;
+  REQUIRE(neither.add(reg(a)));
+  REQUIRE(neither.add(reg(b)));
+  auto ambiguous = neither.resolve({"echojob"});
+  REQUIRE_FALSE(ambiguous);
+  CHECK(ambiguous.error().message == "--enable-scheme: scheme \"echojob\" is ambiguous: it names "
+                                     "test.unitrain.io/echojob@v1 and test.unitrain.io/echojob@v2; use one of those names");
 }
 
 TEST_CASE("enable-scheme: star and removals") {
@@ -169,9 +173,9 @@ TEST_CASE("unset managedBy: only the default version's module answers when two s
   v2_default.default_version["mpijob"] = "v2beta1";
   CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, v2_default));
   CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, v2_default));
-  // Without a default version the kind-alias default decides (v1 is not it in this registry).
-  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, {}));
-  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, {}));
+  // Without a default version the kind-alias default decides (v1 in this registry).
+  CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", both, {}));
+  CHECK_FALSE(r.owns_unset_managed_by("kubeflow.org/mpijob@v2beta1", both, {}));
   // Alone, a module keeps its own answer whatever the default version says.
   CHECK(r.owns_unset_managed_by("kubeflow.org/mpijob@v1", {"kubeflow.org/mpijob@v1"}, v2_default));
   CHECK(r.owns_unset_managed_by("kubeflow.org/pytorchjob", {"kubeflow.org/pytorchjob", "kubeflow.org/tfjob"}, v2_default));

@@ -257,6 +257,20 @@ TEST_CASE("server URL parsing") {
   CHECK_FALSE(parse_server_url("https://h:99999", c));
   CHECK_FALSE(parse_server_url("https://:80", c));
   CHECK_FALSE(parse_server_url("https://h:8x", c));
+  // Found by fuzz_kubeconfig: hosts that cannot be written back into a URL were accepted.
+  auto refused = [&](std::string_view url) {
+    auto s = parse_server_url(url, c);
+    REQUIRE_FALSE(s);
+    return s.error().message;
+  };
+  CHECK(refused("http://h\xc5:1]:8080") == "server URL \"http://h\xc5:1]:8080\": invalid character 0xc5 in host");
+  CHECK(refused("https://a b:1") == "server URL \"https://a b:1\": invalid character ' ' in host");
+  CHECK(refused("https://a:b:1") == "server URL \"https://a:b:1\": invalid character ':' in host");
+  CHECK(refused("https://[fd00::1]]:1") == "server URL \"https://[fd00::1]]:1\": junk after ']'");
+  REQUIRE(parse_server_url("https://[fe80::1%25eth0]:6443", c));
+  RestConfig again;
+  REQUIRE(parse_server_url(c.server_url(), again));
+  CHECK(again.host == c.host);
 }
 
 TEST_CASE("in-cluster config from the service-account directory") {

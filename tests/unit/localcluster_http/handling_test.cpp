@@ -114,10 +114,49 @@ TEST_CASE("admission rules: operations, groups, versions, resources with wildcar
   CHECK_FALSE(lc::rule_matches(any.root(), lc::Operation::Delete, "x.io", "v1", "things", "status", false));
 }
 
+TEST_CASE("pod logs start over per container run and keep the one before a restart") {
+  lc::PodLogs logs(10);
+  const std::string key = lc::PodLogs::key("ns", "p", "c");
+  logs.append(key, "run 0 a", "id-0", false);
+  logs.append(key, "run 0 b", "id-0", false);
+  CHECK_FALSE(logs.read_previous(key).has_value());
+  logs.append(key, "run 1", "id-1", true);  // a restart in place
+  CHECK(logs.read(key, 0).first == std::vector<std::string>{"run 1"});
+  CHECK(logs.read_previous(key) == std::vector<std::string>{"run 0 a", "run 0 b"});
+  logs.append(key, "new pod", "id-x", false);  // the same name, another pod
+  CHECK(logs.read(key, 0).first == std::vector<std::string>{"new pod"});
+  CHECK_FALSE(logs.read_previous(key).has_value());
+}
+
+TEST_CASE("log requests name a container of the pod, worded as kube-apiserver") {
+  auto pod = doc(R"({"metadata":{"name":"p"},"spec":{"initContainers":[{"name":"init"}],
+      "containers":[{"name":"a"},{"name":"b"}]},
+      "status":{"containerStatuses":[{"name":"a","containerID":"c://1","state":{"running":{}}},
+                                     {"name":"b","state":{"waiting":{"reason":"ContainerCreating"}}}]}})");
+  auto none = lc::log_target(pod.root(), lc::parse_query(""));
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == 400);
+  CHECK(none.error().message ==
+        "a container name must be specified for pod p, choose one of: [a b] or one of the init containers: [init]");
+  auto wrong = lc::log_target(pod.root(), lc::parse_query("container=c"));
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().message == "container c is not valid for pod p");
+  auto waiting = lc::log_target(pod.root(), lc::parse_query("container=b"));
+  REQUIRE_FALSE(waiting);
+  CHECK(waiting.error().message == "container \"b\" in pod \"p\" is waiting to start: ContainerCreating");
+  auto previous = lc::log_target(pod.root(), lc::parse_query("container=a&previous=true"));
+  REQUIRE_FALSE(previous);
+  CHECK(previous.error().message == "previous terminated container \"a\" in pod \"p\" not found");
+  auto ok = lc::log_target(pod.root(), lc::parse_query("container=a"));
+  REQUIRE(ok);
+  CHECK(ok->running);
+  CHECK(ok->container_id == "c://1");
+}
+
 TEST_CASE("pod logs keep the newest lines and wake their followers") {
   lc::PodLogs logs(3);
-  const std::string key = lc::PodLogs::key("ns", "p");
-  CHECK(key == "ns/p");
+  const std::string key = lc::PodLogs::key("ns", "p", "c");
+  CHECK(key == "ns/p/c");
   int wakes = 0;
   auto follower = std::make_shared<std::function<void()>>([&] { ++wakes; });
   logs.follow(key, follower);

@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "core/base/base64.h"
 #include "localcluster/continue_token.h"
 
 TEST_CASE("continue tokens are kube-apiserver's unpadded base64url JSON and decode back") {
@@ -10,6 +11,10 @@ TEST_CASE("continue tokens are kube-apiserver's unpadded base64url JSON and deco
   CHECK(decoded->start_after == "default/pod-\"7\"");
   // {"v":"meta.k8s.io/v1","rv":7,"start":"a/b"}, as kube-apiserver writes it.
   CHECK(lc::encode_continue_token({7, "a/b"}) == "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6Nywic3RhcnQiOiJhL2IifQ");
+  // Found by fuzz_continue_token: every resourceVersion the encoder writes decodes back.
+  auto top = lc::decode_continue_token(lc::encode_continue_token({INT64_MAX, "x"}));
+  REQUIRE(top);
+  CHECK(top->resource_version == INT64_MAX);
 }
 
 TEST_CASE("continue tokens that do not decode name the cause") {
@@ -18,8 +23,25 @@ TEST_CASE("continue tokens that do not decode name the cause") {
     REQUIRE_FALSE(r);
     return r.error().message;
   };
-  CHECK(cause("not*base64") == "invalid base64: '*' at offset 3");
-  CHECK(cause("bm90IGpzb24").starts_with("continue token: "));                       // "not json"
-  CHECK(cause("eyJydiI6LTEsInN0YXJ0IjoiIn0") == "continue token: rv is not a resourceVersion");  // rv -1
-  CHECK(cause("eyJydiI6MX0") == "continue token: start is not a string");           // {"rv":1}
+  const auto token = [](std::string_view json_text) {
+    return unitrain::base64_encode(json_text, unitrain::Base64Alphabet::Url, unitrain::Base64Padding::Unpadded);
+  };
+  CHECK(cause("not*base64") == "continue key is not valid: invalid base64: '*' at offset 3");
+  CHECK(cause(token("not json")).starts_with("continue key is not valid: "));
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v2","rv":1,"start":"a"})")) ==
+        R"(continue key is not valid: server does not recognize this encoded version "meta.k8s.io/v2")");
+  CHECK(cause(token(R"({"rv":1,"start":"a"})")) ==
+        R"(continue key is not valid: server does not recognize this encoded version "")");
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v1","rv":0,"start":"a"})")) ==
+        "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v1","rv":"7","start":"a"})")) == "continue key is not valid: rv is not an integer");
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v1","rv":7})")) == "continue key is not valid: encoded start key empty");
+  // A start key that path cleaning changes could range outside the resource's keys.
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v1","rv":7,"start":"../secrets/x"})")) ==
+        "continue key is not valid: ../secrets/x");
+  CHECK(cause(token(R"({"v":"meta.k8s.io/v1","rv":7,"start":"a//b"})")) == "continue key is not valid: a//b");
+  // rv -1 is what an expired list's 410 hands out: continue at the current state.
+  auto latest = lc::decode_continue_token(token(R"({"v":"meta.k8s.io/v1","rv":-1,"start":"default/p1"})"));
+  REQUIRE(latest);
+  CHECK(latest->resource_version == -1);
 }

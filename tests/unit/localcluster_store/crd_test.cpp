@@ -246,3 +246,28 @@ TEST_CASE("deleting a CRD removes its resource, its objects, and ends its watche
   create_ok(*s, crds(), "", doc(kWidgetCrd));
   CHECK(item_names(*s->list(widgets(*s), "", {})).empty());
 }
+
+TEST_CASE("a CRD update cannot drop a version objects are stored in (kubeflow/training-operator#1930)") {
+  auto s = new_store();
+  create_ok(*s, crds(), "", doc(kWidgetCrd));
+  // v2 becomes the storage version and v1 is dropped, while status.storedVersions still says v1.
+  json::Document next = *s->get(crds(), "", "widgets.example.com");
+  auto* versions = json::find(next.root(), "/spec/versions");
+  REQUIRE(versions);
+  versions->Erase(versions->Begin());
+  REQUIRE(json::set_bool(next, "/spec/versions/0/storage", true));
+  auto dropped = s->update(crds(), "", "widgets.example.com", next);
+  REQUIRE_FALSE(dropped);
+  CHECK(dropped.error().code == 422);
+  CHECK(dropped.error().message ==
+        "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: "
+        "status.storedVersions[0]: Invalid value: \"v1\": must appear in spec.versions");
+  // Served or not, a version that stays in spec.versions keeps its stored objects readable.
+  json::Document kept = *s->get(crds(), "", "widgets.example.com");
+  REQUIRE(json::set_bool(kept, "/spec/versions/0/served", false));
+  REQUIRE(json::set_bool(kept, "/spec/versions/0/storage", false));
+  REQUIRE(json::set_bool(kept, "/spec/versions/1/storage", true));
+  auto moved = s->update(crds(), "", "widgets.example.com", kept);
+  REQUIRE(moved);
+  CHECK(json::strings_at(moved->root(), "/status/storedVersions") == std::vector<std::string>{"v1", "v2"});
+}

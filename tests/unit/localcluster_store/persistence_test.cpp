@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "localcluster/persistence.h"
 
 namespace fs = std::filesystem;
 
@@ -137,4 +138,28 @@ TEST_CASE("CRDs and their objects are restored from the state directory") {
   auto t = s->get(*r, "default", "t");
   REQUIRE(t);
   CHECK(json::get_int(t->root(), "/spec/x") == 1);
+}
+
+TEST_CASE("the state directory is 0700 and its files 0600, whatever the umask, older files tightened") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  fs::permissions(dir.path, fs::perms::all);
+  { std::ofstream(dir.path / "log.jsonl"); }
+  fs::permissions(dir.path / "log.jsonl", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                              fs::perms::others_read);
+  lc::StoreOptions o = persisted(dir);
+  o.compact_log_bytes = 1024;
+  {
+    auto s = new_store(o);
+    for (int i = 0; i < 10; ++i) create_ok(*s, pods(), "default", pod_doc("p" + std::to_string(i)));
+  }
+  const auto mode = [](const fs::path& p) { return fs::status(p).permissions() & fs::perms::mask; };
+  CHECK(mode(dir.path) == fs::perms::owner_all);
+  REQUIRE(fs::exists(dir.path / "snapshot.jsonl"));
+  for (const auto& name : {"log.jsonl", "snapshot.jsonl"}) {
+    INFO(name);
+    CHECK(mode(dir.path / name) == (fs::perms::owner_read | fs::perms::owner_write));
+  }
+  REQUIRE(lc::write_private_file((dir.path / "token").string(), "t\n"));
+  CHECK(mode(dir.path / "token") == (fs::perms::owner_read | fs::perms::owner_write));
 }

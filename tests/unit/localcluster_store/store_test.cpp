@@ -1,6 +1,8 @@
+#include <limits>
 #include <regex>
 
 #include "helpers.h"
+#include "localcluster/continue_token.h"
 
 using lc::DeleteRequest;
 using lc::ListRequest;
@@ -277,6 +279,16 @@ TEST_CASE("graceful pod deletion, grace 0, unscheduled pods, preconditions, prop
   REQUIRE(s->remove(pods(), "default", "bound", now));
   CHECK_FALSE(s->get(pods(), "default", "bound"));
 
+  // Any int64 grace period: the deletionTimestamp stays a valid time (now + grace overflowed).
+  create_ok(*s, pods(), "default", pod_doc("forever", "", R"({"nodeName":"n1","containers":[{"name":"c","image":"x"}]})"));
+  DeleteRequest forever;
+  forever.grace_period_seconds = std::numeric_limits<int64_t>::max();
+  auto pending_forever = s->remove(pods(), "default", "forever", forever);
+  REQUIRE(pending_forever);
+  CHECK(json::get_int(pending_forever->root(), "/metadata/deletionGracePeriodSeconds") == std::numeric_limits<int64_t>::max());
+  CHECK(str(*pending_forever, "/metadata/deletionTimestamp").size() == std::string("2026-01-01T00:00:00Z").size());
+  REQUIRE(s->remove(pods(), "default", "forever", now));
+
   create_ok(*s, pods(), "default", pod_doc("pending"));
   REQUIRE(s->remove(pods(), "default", "pending", DeleteRequest{}));
   CHECK_FALSE(s->get(pods(), "default", "pending"));
@@ -416,9 +428,17 @@ TEST_CASE("list paging with limit and continue, and resourceVersion semantics") 
   CHECK(item_names(*third) == std::vector<std::string>{"p4", "p9"});
   CHECK(str(doc(*third), "/metadata/continue").empty());
 
+  // Any int64 limit: the list once reserved room for `limit` objects up front.
+  ListRequest unbounded;
+  unbounded.limit = std::numeric_limits<int64_t>::max();
+  auto everything = s->list(pods(), "default", unbounded);
+  REQUIRE(everything);
+  CHECK(item_names(*everything).size() == 6);
+
   ListRequest bad;
   bad.continue_token = "!!!";
   CHECK(s->list(pods(), "default", bad).error().code == 400);
+  CHECK(s->list(pods(), "default", bad).error().message.starts_with("invalid continue token: continue key is not valid"));
 
   ListRequest future;
   future.resource_version = std::to_string(std::stoull(s->resource_version()) + 100);
@@ -463,4 +483,40 @@ TEST_CASE("services and secrets get kube-apiserver's defaults; dry run stores no
   auto dry = s->create(builtin("", "configmaps"), "default", doc(R"({"metadata":{"name":"dry"}})"), true);
   REQUIRE(dry);
   CHECK_FALSE(s->get(builtin("", "configmaps"), "default", "dry"));
+}
+
+TEST_CASE("a continue token older than the store's history is 410 with a token that goes on at the current state") {
+  lc::StoreOptions o;
+  o.watch_window = 2;
+  auto s = new_store(o);
+  for (int i = 0; i < 4; ++i) create_ok(*s, pods(), "default", pod_doc("p" + std::to_string(i)));
+  ListRequest req;
+  req.limit = 1;
+  auto first = s->list(pods(), "default", req);
+  REQUIRE(first);
+  std::string token = str(doc(*first), "/metadata/continue");
+  // Three more writes push the first page's resourceVersion out of the window.
+  for (int i = 4; i < 7; ++i) create_ok(*s, pods(), "default", pod_doc("p" + std::to_string(i)));
+  req.continue_token = token;
+  auto expired = s->list(pods(), "default", req);
+  REQUIRE_FALSE(expired);
+  CHECK(expired.error().code == 410);
+  CHECK(expired.error().reason == "Expired");
+  CHECK(expired.error().message.starts_with("The provided continue parameter is too old to display a consistent list"));
+  auto status = expired.error().to_status();
+  std::string inconsistent = str(status, "/metadata/continue");
+  auto decoded = lc::decode_continue_token(inconsistent);
+  REQUIRE(decoded);
+  CHECK(decoded->resource_version == -1);
+  req.continue_token = inconsistent;
+  auto rest = s->list(pods(), "default", req);
+  REQUIRE(rest);
+  CHECK(item_names(*rest) == std::vector<std::string>{"p1"});
+  CHECK(str(doc(*rest), "/metadata/resourceVersion") == s->resource_version());
+
+  // A token naming a resourceVersion the store has not reached is refused like a too-new list.
+  req.continue_token = lc::encode_continue_token({static_cast<int64_t>(std::stoull(s->resource_version())) + 5, "default/p1"});
+  auto future = s->list(pods(), "default", req);
+  REQUIRE_FALSE(future);
+  CHECK(future.error().code == 504);
 }

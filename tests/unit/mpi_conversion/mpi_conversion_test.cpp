@@ -104,7 +104,7 @@ TEST_CASE("conversion errors name the problem") {
   REQUIRE_FALSE(bad_target);
   CHECK(bad_target.error().message ==
         "MPIJob: cannot convert to kubeflow.org/v2; served versions are kubeflow.org/v1 and kubeflow.org/v2beta1");
-  auto broken = parse(R"({"apiVersion":"kubeflow.org/v2beta1","metadata":{"annotations":)"
+  auto broken = parse(R"({"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"annotations":)"
                       R"({"conversion.unitrain.io/mpijob-v1-fields":"{oops"}},"spec":{}})");
   auto r = conv::convert(broken.root(), "kubeflow.org/v1");
   REQUIRE_FALSE(r);
@@ -113,6 +113,15 @@ TEST_CASE("conversion errors name the problem") {
   auto u = conv::convert(unversioned.root(), "kubeflow.org/v1");
   REQUIRE_FALSE(u);
   CHECK(u.error().message == "MPIJob: apiVersion (missing) is not kubeflow.org/v1 or kubeflow.org/v2beta1");
+  // Found by fuzz_mpi_conversion: any kubeflow.org/v1 object converted, a TFJob included.
+  auto tfjob = parse(R"({"apiVersion":"kubeflow.org/v1","kind":"TFJob","spec":{}})");
+  auto t = conv::convert(tfjob.root(), "kubeflow.org/v2beta1");
+  REQUIRE_FALSE(t);
+  CHECK(t.error().message == "MPIJob: kind \"TFJob\" is not MPIJob");
+  auto kindless = parse(R"({"apiVersion":"kubeflow.org/v1","spec":{}})");
+  auto k = conv::convert(kindless.root(), "kubeflow.org/v2beta1");
+  REQUIRE_FALSE(k);
+  CHECK(k.error().message == "MPIJob: kind (missing) is not MPIJob");
 }
 
 TEST_CASE("the conversion registers with the framework registry once") {

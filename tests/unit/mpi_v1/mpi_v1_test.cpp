@@ -106,7 +106,7 @@ TEST_CASE("mpi v1: descriptor names, labels and owned kinds") {
   const auto& d = p->descriptor();
   CHECK(d.name == "kubeflow.org/mpijob@v1");
   CHECK(d.aliases == std::vector<std::string>{"mpijob-v1", "mpijobv1"});
-  CHECK_FALSE(d.kind_alias_default);
+  CHECK(d.kind_alias_default);
   CHECK(d.api_version() == "kubeflow.org/v1");
   CHECK(d.kind == "MPIJob");
   CHECK(d.plural == "mpijobs");
@@ -127,29 +127,19 @@ TEST_CASE("mpi v1: descriptor names, labels and owned kinds") {
                                           "rolebindings.rbac.authorization.k8s.io"});
 }
 
-TEST_CASE("mpi v1: the bare kind MPIJob follows the default version; versioned names never do") {
+TEST_CASE("mpi v1: the bare kind MPIJob is v1, as in training-operator, v2beta1 has its own names") {
   fw::Registry r;
   REQUIRE(mpi::v2::register_mpi_v2(r));
   REQUIRE(mpi::v1::register_mpi_v1(r));
-  fw::EnablementOptions v1, v2;
-  v1.default_version["mpijob"] = "v1";
-  v2.default_version["mpijob"] = "v2beta1";
   using Names = std::vector<std::string>;
-  CHECK(*r.resolve({"MPIJob"}, v1) == Names{"kubeflow.org/mpijob@v1"});
-  CHECK(*r.resolve({"mpijob"}, v2) == Names{"kubeflow.org/mpijob@v2beta1"});
-  CHECK(*r.resolve({"MPIJob"}) == Names{"kubeflow.org/mpijob@v2beta1"});  // no default given: v2's kind_alias_default
-  CHECK(*r.resolve({"mpijob-v1"}, v2) == Names{"kubeflow.org/mpijob@v1"});
-  CHECK(*r.resolve({"MPIJOB-V2"}, v1) == Names{"kubeflow.org/mpijob@v2beta1"});
-  CHECK(*r.resolve({"kubeflow.org/mpijob@v1,mpijob-v2"}, v1) == Names{"kubeflow.org/mpijob@v2beta1", "kubeflow.org/mpijob@v1"});
-  CHECK(*r.resolve({"-mpijob"}, v1) == Names{"kubeflow.org/mpijob@v2beta1"});
-  CHECK(*r.resolve({"-mpijob"}, v2) == Names{"kubeflow.org/mpijob@v1"});
-  auto bad = r.resolve({"mpijob"}, [] {
-    fw::EnablementOptions o;
-    o.default_version["mpijob"] = "v3";
-    return o;
-  }());
-  REQUIRE_FALSE(bad);
-  CHECK(bad.error().message == "--enable-scheme: default version \"v3\" for MPIJob is not registered; registered versions: v2beta1, v1");
+  CHECK(*r.resolve({"MPIJob"}) == Names{"kubeflow.org/mpijob@v1"});
+  CHECK(*r.resolve({"mpijob"}) == Names{"kubeflow.org/mpijob@v1"});
+  CHECK(*r.resolve({"mpijob-v1"}) == Names{"kubeflow.org/mpijob@v1"});
+  CHECK(*r.resolve({"MPIJOB-V2"}) == Names{"kubeflow.org/mpijob@v2beta1"});
+  CHECK(*r.resolve({"mpijobv2"}) == Names{"kubeflow.org/mpijob@v2beta1"});
+  CHECK(*r.resolve({"kubeflow.org/mpijob@v1,mpijob-v2"}) == Names{"kubeflow.org/mpijob@v2beta1", "kubeflow.org/mpijob@v1"});
+  CHECK(*r.resolve({"-mpijob"}) == Names{"kubeflow.org/mpijob@v2beta1"});
+  CHECK(*r.resolve({"-mpijob-v2"}) == Names{"kubeflow.org/mpijob@v1"});
   const auto* reg = r.find("mpijob-v1");
   REQUIRE(reg != nullptr);
   REQUIRE(reg->options.size() == 1);

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -132,11 +133,13 @@ TEST_CASE("pytorch: descriptor and options as registered") {
   CHECK(d.managed_by == std::vector<std::string>{"kubeflow.org/training-operator"});
   REQUIRE(d.owned_resources.size() == 1);
   CHECK(d.owned_resources[0].group_resource() == "horizontalpodautoscalers.autoscaling");
-  REQUIRE(reg->options.size() == 2);
+  REQUIRE(reg->options.size() == 3);
   CHECK(reg->options[0].name == "pytorch-init-container-image");
   CHECK(reg->options[0].default_value == "alpine:3.10");
   CHECK(reg->options[1].name == "pytorch-init-container-max-tries");
   CHECK(reg->options[1].default_value == "100");
+  CHECK(reg->options[2].name == "pytorch-init-container-template-file");
+  CHECK(reg->options[2].default_value == "/etc/config/initContainer.yaml");
   fw::Registration no_factory;
   no_factory.descriptor = d;
   CHECK_FALSE(r.add(no_factory));
@@ -353,6 +356,77 @@ spec:
   Document w1 = core_pod(solo, "Worker", 1);
   REQUIRE(plugin()->decorate_pod(solo.root(), {"Worker", 1}, w1));
   CHECK(json::find(w1.root(), "/metadata/labels/training.kubeflow.org~1job-role") == nullptr);
+}
+
+// A file in a directory of its own, removed with it.
+class TemplateFile {
+ public:
+  explicit TemplateFile(std::string_view text)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("unitrain-pytorch-template-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)))) {
+    std::filesystem::create_directories(dir_);
+    std::ofstream(path()) << text;
+  }
+  ~TemplateFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path() const { return (dir_ / "initContainer.yaml").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+TEST_CASE("pytorch: --pytorch-init-container-template-file renders its fields into the workers' init containers") {
+  TemplateFile file(R"(
+- name: wait-for-master
+  image: {{.InitContainerImage}}
+  command: ["sh", "-c", "for i in $(seq {{ .MaxTries }}); do nslookup {{.MasterAddr}} && exit 0; sleep 1; done; exit 1"]
+- name: second
+  image: {{.InitContainerImage}}
+)");
+  auto p = plugin({{"pytorch-init-container-image", "busybox:1"},
+                   {"pytorch-init-container-max-tries", "7"},
+                   {"pytorch-init-container-template-file", file.path()}});
+  Document job = defaulted(kSendRecv);
+  Document pod = core_pod(job, "Worker", 1);
+  REQUIRE(p->decorate_pod(job.root(), {"Worker", 1}, pod));
+  CHECK(json::dump(*pod_field(pod, "/spec/initContainers")) ==
+        R"([{"name":"wait-for-master","image":"busybox:1","command":["sh","-c","for i in $(seq 7); do nslookup sendrecv-master-0 && exit 0; sleep 1; done; exit 1"]},{"name":"second","image":"busybox:1"}])");
+  // Read once, at start, as training-operator does: a later change is not seen.
+  std::ofstream(file.path()) << "- {name: changed, image: x}\n";
+  Document again = core_pod(job, "Worker", 0);
+  REQUIRE(p->decorate_pod(job.root(), {"Worker", 0}, again));
+  CHECK(json::get_string(again.root(), "/spec/initContainers/0/name") == "wait-for-master");
+  // The Master gets none.
+  Document master = core_pod(job, "Master", 0);
+  REQUIRE(p->decorate_pod(job.root(), {"Master", 0}, master));
+  CHECK(pod_field(master, "/spec/initContainers") == nullptr);
+}
+
+TEST_CASE("pytorch: a missing template file means the built-in init-pytorch, a bad one fails naming the file") {
+  auto missing = plugin({{"pytorch-init-container-template-file", "/nonexistent/unitrain/initContainer.yaml"}});
+  Document job = defaulted(kSendRecv);
+  Document pod = core_pod(job, "Worker", 0);
+  REQUIRE(missing->decorate_pod(job.root(), {"Worker", 0}, pod));
+  CHECK(json::get_string(pod.root(), "/spec/initContainers/0/name") == "init-pytorch");
+
+  auto error_of = [&](std::string_view text) {
+    TemplateFile file(text);
+    auto p = plugin({{"pytorch-init-container-template-file", file.path()}});
+    Document w = core_pod(job, "Worker", 0);
+    auto s = p->decorate_pod(job.root(), {"Worker", 0}, w);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().message.find("--pytorch-init-container-template-file " + file.path() + ": ") == 0);
+    return s.error().message;
+  };
+  CHECK(error_of("- name: x\n  image: {{.Image}}\n").find(
+            "unsupported action {{.Image}}; the fields are {{.MasterAddr}}, {{.InitContainerImage}} and {{.MaxTries}}") !=
+        std::string::npos);
+  CHECK(error_of("- name: x\n  image: {{.InitContainerImage").find("unclosed action") != std::string::npos);
+  CHECK(error_of("name: x\nimage: y\n").find("must be a YAML list of containers") != std::string::npos);
+  CHECK(error_of("- image: y\n").find("every list item must be a container with a name") != std::string::npos);
+  CHECK(error_of("- [unclosed\n").find("yaml: ") != std::string::npos);
 }
 
 TEST_CASE("pytorch: WORLD_SIZE multiplies by an integer nprocPerNode") {

@@ -231,6 +231,33 @@ TEST_CASE("cert manager: creates the Secret, reuses it, rotates it before expiry
         std::string_view(webhook::base64_encode(rotated->ca_cert)));
 }
 
+TEST_CASE("cert manager: a missing Secret namespace is its own failure, other write failures are not") {
+  kube::FakeClient client;
+  webhook::CertManagerOptions o;
+  o.cert = cert_options();
+  o.secret_namespace = "nowhere";
+  webhook::CertManager manager(client, o);
+  kube::ApiError missing;
+  missing.reason = kube::ApiError::Reason::NotFound;
+  missing.code = 404;
+  missing.message = "namespaces \"nowhere\" not found";
+  client.fail_next(kube::FakeClient::Verb::Create, missing);
+  auto b = manager.ensure(kNow);
+  REQUIRE_FALSE(b);
+  CHECK(b.error().namespace_missing);
+  CHECK(b.error().message == "namespace \"nowhere\" for the Secret training-operator-webhook-cert does not exist");
+  kube::ApiError forbidden;
+  forbidden.reason = kube::ApiError::Reason::Forbidden;
+  forbidden.code = 403;
+  forbidden.message = "no";
+  client.fail_next(kube::FakeClient::Verb::Create, forbidden);
+  auto denied = manager.ensure(kNow);
+  REQUIRE_FALSE(denied);
+  CHECK_FALSE(denied.error().namespace_missing);
+  CHECK(denied.error().message.find("writing Secret nowhere/training-operator-webhook-cert: Forbidden (403)") == 0);
+  CHECK(manager.ensure(kNow));
+}
+
 TEST_CASE("cert manager: a Secret with unusable data is replaced") {
   kube::FakeClient client;
   const kube::GroupVersionResource secrets{"", "v1", "secrets"};
