@@ -226,6 +226,20 @@ Status install_crds(kube::Client& client, const std::string& dir,
     }
     spdlog::info("installed CRD {} from {}", crd_name, path.string());
   }
+  // The other kinds a module serves beside its own (a TrainJob's runtimes), from the module.
+  for (const auto* reg : enabled) {
+    for (std::size_t i = 1; i < reg->crds.size(); ++i) {
+      auto docs = json::parse_yaml(reg->crds[i]);
+      if (!docs) return fail(fmt::format("CRD {} of {}: {}", i, reg->descriptor.name, docs.error().message));
+      for (auto& doc : *docs) {
+        auto created = client.create(kCrds, "", doc.root());
+        if (!created && !created.error().is(kube::ApiError::Reason::AlreadyExists))
+          return fail(fmt::format("installing CRD {} of {}: {}", json::string_at(doc.root(), "/metadata/name"),
+                                  reg->descriptor.name, created.error().to_string()));
+        spdlog::info("installed CRD {} from {}", json::string_at(doc.root(), "/metadata/name"), reg->descriptor.name);
+      }
+    }
+  }
   return {};
 }
 

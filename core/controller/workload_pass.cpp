@@ -45,8 +45,22 @@ ReconcileResult WorkloadPass::run() {
   }
   json::Document job = json::Document::copy_of(cached());
   deps_.plugin.set_defaults(job);
-  const framework::Observed observed = deps_.children.observe(ns_, uid_);
-  const framework::WorkloadPlan plan = planner_.plan(job.root(), observed, api::format_time(now_));
+  framework::Observed observed = deps_.children.observe(ns_, uid_);
+  const std::string now = api::format_time(now_);
+  framework::WorkloadPlan plan = planner_.plan(job.root(), observed, now);
+  if (!plan.fetch.empty()) {
+    // One round of reads: the plan made with them is carried out whatever it asks next.
+    for (auto& ref : plan.fetch) {
+      auto r = deps_.client.get(ref.resource, ref.namespace_name, ref.name);
+      framework::FetchedObject fetched{.ref = std::move(ref), .object = std::nullopt, .error = {}};
+      if (r) fetched.object = std::move(*r);
+      else if (r.error().is(ApiError::Reason::NotFound)) fetched.error = r.error().message;
+      else return failed_with(r.error());
+      observed.fetched.push_back(std::move(fetched));
+    }
+    log_.notef("read", "{} object(s) the plan asked for", observed.fetched.size());
+    plan = planner_.plan(job.root(), observed, now);
+  }
 
   if (auto e = write_status(plan)) return failed_with(*e);
   for (const auto& event : plan.events) writes_.event(event.type, event.reason, event.message);

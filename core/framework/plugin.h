@@ -80,6 +80,19 @@ struct DesiredObject {
   std::vector<std::string> status_cleared_first{};
 };
 
+// An object a workload plan reads that the job does not own (a TrainJob's runtime): the core
+// reads it from the API server when the plan asks (WorkloadPlan::fetch) and plans again.
+struct ObjectFetch {
+  kube::GroupVersionResource resource;
+  std::string namespace_name;  // "" for a cluster-scoped object
+  std::string name;
+};
+struct FetchedObject {
+  ObjectFetch ref;
+  std::optional<json::Document> object;  // unset when the read failed
+  std::string error;                     // the API server's message then ("... not found")
+};
+
 // The children of one job, as the informer caches see them (projections; see core/kube).
 struct Observed {
   std::vector<const json::Value*> pods;
@@ -90,6 +103,8 @@ struct Observed {
   std::map<std::string, std::vector<const json::Value*>, std::less<>> owned;
   // Keeps the cached objects the pointers above refer to alive for the whole pass.
   std::vector<std::shared_ptr<const void>> keep_alive;
+  // What a workload plan asked the core to read (WorkloadPlan::fetch), in the order it asked.
+  std::vector<FetchedObject> fetched{};
 };
 
 // What a framework proposes for status; the core applies the condition rules (terminal states
@@ -212,6 +227,10 @@ struct WorkloadPlan {
   // controls is left as it is, another owner's is a conflict (foreign_object_wording).
   std::vector<DesiredObject> creations;
   std::optional<int64_t> requeue_after_ms;  // act again then (a TTL to honour)
+  // Objects the plan needs read first. When non-empty and the plan was made without
+  // Observed::fetched, the core reads them (one GET each) and plans once more with them; nothing
+  // else of this plan is carried out.
+  std::vector<ObjectFetch> fetch{};
 };
 
 // A kind whose children are whole workloads run by their own controllers (JobSet's batch Jobs)

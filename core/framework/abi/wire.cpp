@@ -441,9 +441,36 @@ Document observed_request(const Value& job, const Observed& observed) {
   Value owned(rapidjson::kObjectType);
   for (const auto& [key, objects] : observed.owned) owned.AddMember(text_value(key, a), pointers_json(objects, a), a);
   children.AddMember("owned", owned, a);
+  if (!observed.fetched.empty()) {
+    Value fetched(rapidjson::kArrayType);
+    for (const auto& f : observed.fetched) {
+      Value v(rapidjson::kObjectType);
+      v.AddMember("resource", resource_json(f.ref.resource, a), a);
+      v.AddMember("namespace", text_value(f.ref.namespace_name, a), a);
+      v.AddMember("name", text_value(f.ref.name, a), a);
+      if (f.object) v.AddMember("object", Value(f.object->root(), a), a);
+      v.AddMember("error", text_value(f.error, a), a);
+      fetched.PushBack(v, a);
+    }
+    children.AddMember("fetched", fetched, a);
+  }
   doc.root().AddMember("observed", children, a);
   return doc;
 }
+
+namespace {
+Result<ObjectFetch> fetch_from(const Value& v, const std::string& path) {
+  MemberReader r(v, path);
+  if (auto s = r.check_object(); !s) return fail(s.error());
+  ObjectFetch out;
+  const Value* resource = r.find("resource");
+  if (resource == nullptr) return fail(path + ".resource: required");
+  UNITRAIN_WIRE_READ(out.resource, resource_from(*resource, path + ".resource"));
+  UNITRAIN_WIRE_READ(out.namespace_name, r.string("namespace", false));
+  UNITRAIN_WIRE_READ(out.name, r.string("name", true));
+  return out;
+}
+}  // namespace
 
 Result<Observed> observed_from(const Value& observed) {
   MemberReader r(observed, "observed");
@@ -456,6 +483,18 @@ Result<Observed> observed_from(const Value& observed) {
     for (const auto& m : owned->GetObject()) {
       const std::string key(json::view(m.name));
       UNITRAIN_WIRE_READ(out.owned[key], object_list(&m.value, "observed.owned." + key));
+    }
+  }
+  if (const Value* fetched = r.find("fetched")) {
+    if (!fetched->IsArray()) return fail("observed.fetched: must be an array");
+    for (rapidjson::SizeType i = 0; i < fetched->Size(); ++i) {
+      const std::string path = fmt::format("observed.fetched[{}]", i);
+      FetchedObject f;
+      UNITRAIN_WIRE_READ(f.ref, fetch_from((*fetched)[i], path));
+      MemberReader fr((*fetched)[i], path);
+      if (const Value* object = fr.find("object")) f.object = Document::copy_of(*object);
+      UNITRAIN_WIRE_READ(f.error, fr.string("error", false));
+      out.fetched.push_back(std::move(f));
     }
   }
   return out;
@@ -650,6 +689,17 @@ Document plan_json(const WorkloadPlan& plan) {
   doc.root().AddMember("updates", Value(desired_json(plan.updates).root(), a), a);
   doc.root().AddMember("creations", Value(desired_json(plan.creations).root(), a), a);
   if (plan.requeue_after_ms) doc.root().AddMember("requeueAfterMs", static_cast<int64_t>(*plan.requeue_after_ms), a);
+  if (!plan.fetch.empty()) {
+    Value fetch(rapidjson::kArrayType);
+    for (const auto& f : plan.fetch) {
+      Value v(rapidjson::kObjectType);
+      v.AddMember("resource", resource_json(f.resource, a), a);
+      v.AddMember("namespace", text_value(f.namespace_name, a), a);
+      v.AddMember("name", text_value(f.name, a), a);
+      fetch.PushBack(v, a);
+    }
+    doc.root().AddMember("fetch", fetch, a);
+  }
   return doc;
 }
 
@@ -694,6 +744,14 @@ Result<WorkloadPlan> plan_from(const Value& doc) {
   if (const Value* requeue = r.find("requeueAfterMs")) {
     if (!requeue->IsInt64()) return fail("requeueAfterMs: must be an integer");
     out.requeue_after_ms = requeue->GetInt64();
+  }
+  if (const Value* fetch = r.find("fetch")) {
+    if (!fetch->IsArray()) return fail("fetch: must be an array");
+    for (rapidjson::SizeType i = 0; i < fetch->Size(); ++i) {
+      ObjectFetch f;
+      UNITRAIN_WIRE_READ(f, fetch_from((*fetch)[i], fmt::format("fetch[{}]", i)));
+      out.fetch.push_back(std::move(f));
+    }
   }
   return out;
 }

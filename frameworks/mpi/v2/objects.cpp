@@ -9,7 +9,7 @@
 #include "core/framework/job_labels.h"
 #include "core/framework/json_members.h"
 #include "core/framework/pod_decoration.h"
-#include "frameworks/mpi/v2/ssh_key.h"
+#include "core/ssh/ssh_key.h"
 
 namespace unitrain::frameworks::mpi::v2 {
 
@@ -107,7 +107,7 @@ Document config_map(const JobView& j, const std::string& cluster_domain, const O
 }
 
 Result<Document> ssh_secret(const JobView& j) {
-  auto key = generate_ssh_key();
+  auto key = ssh::generate_ssh_key();
   if (!key) return fail(key.error());
   Document d = child(j, "v1", "Secret", j.name + "-ssh");
   auto& a = d.alloc();

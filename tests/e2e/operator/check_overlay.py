@@ -26,9 +26,9 @@ def one(kind, name):
 
 
 # What each overlay serves: MPIJob versions (storage first) and whether it has webhooks.
-MPI = {"standalone": ["v2beta1", "v1"], "mpi-both": ["v2beta1", "v1"], "mpi-v1-only": ["v1"],
+MPI = {"standalone": ["v2beta1", "v1"], "trainer-v2": ["v2beta1", "v1"], "mpi-both": ["v2beta1", "v1"], "mpi-v1-only": ["v1"],
        "mpi-v2-only": ["v2beta1"], "namespaced": ["v2beta1"]}
-WEBHOOKS = {"standalone": True, "mpi-both": True, "mpi-v1-only": True, "mpi-v2-only": True, "namespaced": False}
+WEBHOOKS = {"standalone": True, "trainer-v2": True, "mpi-both": True, "mpi-v1-only": True, "mpi-v2-only": True, "namespaced": False}
 if overlay not in MPI:
     sys.exit(f"FAIL: {overlay}: unknown overlay; say in check_overlay.py what it serves")
 
@@ -88,7 +88,10 @@ if WEBHOOKS[overlay]:
     for plural, crd in crds.items():
         kind = crd["spec"]["names"]["kind"].lower()
         group = crd["spec"]["group"].replace(".", "-")
-        for v in (v["name"] for v in crd["spec"]["versions"] if v.get("served")):
+        # Job kinds have a status subresource; kinds served by their CRD alone (a TrainJob's
+        # runtimes) have neither status nor webhooks.
+        served = [v["name"] for v in crd["spec"]["versions"] if v.get("served") and "status" in v.get("subresources", {})]
+        for v in served:
             for verb, config in hooks.items():
                 path = f"/{verb}-{group}-{v}-{kind}"
                 match = [h for h in config.get("webhooks", [])

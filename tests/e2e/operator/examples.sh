@@ -13,6 +13,8 @@ for _ in $(seq 100); do grep -q '^ready ' "$work/out" && break; sleep 0.1; done
 grep -q '^ready ' "$work/out" || { echo "FAIL: localcluster did not start"; cat "$work/log"; exit 1; }
 k() { timeout 30 kubectl --kubeconfig "$work/kubeconfig" --request-timeout=20s "$@"; }
 k apply --server-side -k "$src/manifests/crds" >/dev/null || { echo "FAIL: installing manifests/crds"; exit 1; }
+# TrainJob examples name the shipped runtimes.
+k apply --server-side -k "$src/manifests/runtimes" >/dev/null || { echo "FAIL: installing manifests/runtimes"; exit 1; }
 fails=0 n=0
 check() {  # file
   local out="" objs=""

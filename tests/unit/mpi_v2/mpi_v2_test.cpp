@@ -13,7 +13,7 @@
 #include "core/framework/registry.h"
 #include "core/json/json.h"
 #include "frameworks/mpi/v2/register.h"
-#include "frameworks/mpi/v2/ssh_key.h"
+#include "core/ssh/ssh_key.h"
 #include "tests/support/json.h"
 #include "tests/support/framework.h"
 #include "tests/support/skip.h"
@@ -560,7 +560,7 @@ TEST_CASE("mpi v2: the SSH Secret is generated only when missing or incomplete")
 }
 
 TEST_CASE("mpi v2: generated key pair: SEC1 PEM and a matching OpenSSH authorized key") {
-  auto key = mpi::generate_ssh_key();
+  auto key = unitrain::ssh::generate_ssh_key();
   REQUIRE(key);
   CHECK(key->private_key_pem.rfind("-----BEGIN EC PRIVATE KEY-----\n", 0) == 0);
   CHECK(key->private_key_pem.find("-----END EC PRIVATE KEY-----\n") != std::string::npos);
@@ -577,7 +577,7 @@ TEST_CASE("mpi v2: generated key pair: SEC1 PEM and a matching OpenSSH authorize
   CHECK(q[0] == '\x04');
   CHECK(q == public_point_of_pem(key->private_key_pem));
 
-  auto other = mpi::generate_ssh_key();
+  auto other = unitrain::ssh::generate_ssh_key();
   REQUIRE(other);
   CHECK(other->authorized_key != key->authorized_key);
 }

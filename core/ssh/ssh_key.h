@@ -1,6 +1,6 @@
-// The per-job SSH identity of MPIJob v2: an ECDSA P-521 key pair, as mpi-operator stores it in
-// the `J-ssh` Secret (private key PEM "EC PRIVATE KEY" in SEC1 form, public key as one OpenSSH
-// authorized_keys line).
+// The per-job SSH identity of MPI jobs: an ECDSA P-521 key pair, as mpi-operator stores it in
+// its `J-ssh` Secret and Kubeflow Trainer in `<trainjob>-mpi-ssh-auth` (private key PEM
+// "EC PRIVATE KEY" in SEC1 form, public key as one OpenSSH authorized_keys line).
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "core/base/result.h"
 
-namespace unitrain::frameworks::mpi::v2 {
+namespace unitrain::ssh {
 
 struct SshKeyPair {
   std::string private_key_pem;  // "-----BEGIN EC PRIVATE KEY-----\n..."
@@ -18,4 +18,4 @@ struct SshKeyPair {
 // Fresh key pair from OpenSSL's CSPRNG. Errors carry OpenSSL's reason.
 Result<SshKeyPair> generate_ssh_key();
 
-}  // namespace unitrain::frameworks::mpi::v2
+}  // namespace unitrain::ssh

@@ -1,4 +1,4 @@
-#include "frameworks/mpi/v2/ssh_key.h"
+#include "core/ssh/ssh_key.h"
 
 #include <cstdint>
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include "core/base/base64.h"
 
-namespace unitrain::frameworks::mpi::v2 {
+namespace unitrain::ssh {
 namespace {
 
 std::string openssl_error(std::string_view what) {
@@ -74,4 +74,4 @@ Result<SshKeyPair> generate_ssh_key() {
   return pair;
 }
 
-}  // namespace unitrain::frameworks::mpi::v2
+}  // namespace unitrain::ssh

@@ -1,0 +1,119 @@
+// The TrainJob plugin: CRD defaults in memory, the runtime-free webhook rules, and one workload
+// plan per pass (no pods of its own: its child is a JobSet).
+#include <fmt/format.h>
+
+#include "core/api/time.h"
+#include "core/framework/job_labels.h"
+#include "core/framework/json_members.h"
+#include "core/ssh/ssh_key.h"
+#include "frameworks/trainer/names.h"
+#include "frameworks/trainer/plan.h"
+#include "frameworks/trainer/register.h"
+#include "frameworks/trainer/validation.h"
+
+namespace unitrain::frameworks::trainer {
+
+namespace {
+
+namespace jm = framework::json_members;
+
+Result<BuildInput::SshKeys> fresh_ssh_keys() {
+  auto key = ssh::generate_ssh_key();
+  if (!key) return fail(key.error());
+  return BuildInput::SshKeys{key->private_key_pem, key->authorized_key};
+}
+
+class TrainJobPlugin final : public framework::FrameworkPlugin,
+                             public framework::WorkloadPlanner,
+                             public framework::PipelineDepartures {
+ public:
+  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig&) : d_(std::move(descriptor)) {}
+
+  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+  framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
+
+  // The CRD's defaults, for a TrainJob that reached us without them.
+  void set_defaults(json::Document& job) const override {
+    auto& a = job.alloc();
+    if (!job.root().IsObject()) return;
+    json::Value& spec = jm::ensure_object(job.root(), "spec", a);
+    json::Value& ref = jm::ensure_object(spec, "runtimeRef", a);
+    if (jm::member(&ref, "apiGroup") == nullptr) jm::put(ref, "apiGroup", kGroup, a);
+    if (jm::member(&ref, "kind") == nullptr) jm::put(ref, "kind", kClusterTrainingRuntime, a);
+    if (jm::member(&spec, "suspend") == nullptr) jm::put(spec, "suspend", json::Value(false), a);
+    if (jm::member(&spec, "managedBy") == nullptr) jm::put(spec, "managedBy", kControllerManager, a);
+  }
+
+  // What the webhook can check without the runtime; the runtime's rules run on each pass
+  // against the runtime the job is pinned to (plan.h).
+  framework::Validation validate(const json::Value*, const json::Value& job) const override {
+    framework::Validation out;
+    out.errors = validate_runtime_patch_managers(job);
+    return out;
+  }
+
+  std::vector<framework::PodSlot> pod_slots(const json::Value&) const override { return {}; }
+  Status decorate_pod(const json::Value&, const framework::PodSlot&, json::Document&) const override { return {}; }
+  Result<std::vector<framework::DesiredObject>> desired_objects(const json::Value&, const framework::Observed&) const override {
+    return std::vector<framework::DesiredObject>{};
+  }
+  framework::StatusProposal compute_status(const json::Value&, const framework::Observed&) const override { return {}; }
+
+  framework::WorkloadPlan plan(const json::Value& job, const framework::Observed& observed,
+                               std::string_view now) const override {
+    auto t = api::parse_time(now);
+    return trainer::plan(job, observed, t ? *t : api::Clock::now(), &fresh_ssh_keys);
+  }
+
+  // Upstream's TrainJob controller records no events about the objects it applies.
+  framework::CoreWording child_event(framework::ChildEvent, const json::Value&, const framework::ChildSubject&) const override {
+    return {};
+  }
+  framework::CoreWording foreign_object_wording(const json::Value&, const framework::ForeignObject& object) const override {
+    return {"TrainJobResourcesCreationFailed",
+            resources_failed_message(fmt::format("{} \"{}\" already exists and is not owned by the TrainJob", object.resource, object.name)),
+            "Warning"};
+  }
+
+  // Its JobSet's and ConfigMaps' creates and deletes matter (a JobSet deleted by hand).
+  bool reconciles_on_any_child() const override { return true; }
+
+ private:
+  framework::FrameworkDescriptor d_;
+};
+
+framework::FrameworkDescriptor make_descriptor() {
+  framework::FrameworkDescriptor d;
+  d.name = "trainer.kubeflow.org/trainjob";
+  d.aliases = {"trainjob", "trainer"};
+  d.group = std::string(kGroup);
+  d.version = std::string(kVersion);
+  d.kind = std::string(kTrainJob);
+  d.plural = "trainjobs";
+  d.singular = "trainjob";
+  d.controller_name = "trainjob-controller";
+  d.metrics_framework = "trainer";
+  // spec.managedBy (not runPolicy's) is the plan's business.
+  d.owns_unset_managed_by = true;
+  d.owned_resources = {kJobSets, kConfigMaps, kSecrets};
+  d.child_label_selector = fmt::format("{}={}", framework::job_labels::kOperatorName, d.controller_name);
+  return d;
+}
+
+}  // namespace
+
+Status register_trainer(framework::Registry& registry) {
+  auto r = framework::registration_of<TrainJobPlugin>(make_descriptor());
+  r.permissions = {
+      {{"jobset.x-k8s.io"}, {"jobsets"}, {"get", "list", "watch", "create", "update", "delete"}, "TrainJob: its JobSet."},
+      {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update"},
+       "TrainJob: the runtime snapshot, MPI's hostfile and SSH key."},
+      {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch"},
+       "TrainJob: the runtime it names."},
+      {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "create"},
+       "TrainJob: the PodGroup of a runtime's podGroupPolicy."}};
+  r.webhooks.validate = {"CREATE", "UPDATE"};
+  return registry.add(std::move(r));
+}
+
+}  // namespace unitrain::frameworks::trainer
