@@ -531,8 +531,9 @@ struct WorkloadController::Impl {
         if (it == objs[kReplicaSet].end()) continue;
         const Value& rs = it->second.root();
         const Value* rs_tmpl = json::find(rs, "/spec/template");
-        if (new_uid.empty() && !is_deleting(rs) && rs_tmpl &&
-            json::equal(normalized_template(*rs_tmpl, true).root(), wanted_template.root()))
+        bool same = str_at(rs, ptr("/metadata/labels/", kHashLabel)) == hash ||
+                    (rs_tmpl && json::equal(normalized_template(*rs_tmpl, true).root(), wanted_template.root()));
+        if (new_uid.empty() && !is_deleting(rs) && same)
           new_uid = child;
         else
           old.push_back(child);
@@ -555,8 +556,9 @@ struct WorkloadController::Impl {
     std::string now = now_rfc3339();
     auto st = status_of(d);
     const auto before = st;
-    std::optional<int64_t> deadline = json::get_int(d, "/spec/progressDeadlineSeconds");
-    if (deadline && *deadline == 2147483647) deadline.reset();  // math.MaxInt32: no deadline
+    // Seconds without progress before ProgressDeadlineExceeded; 0 for none (unset, or math.MaxInt32).
+    int64_t deadline = json::get_int(d, "/spec/progressDeadlineSeconds").value_or(0);
+    if (deadline == 2147483647) deadline = 0;
 
     bool created = false;
     if (new_uid.empty() && !paused) {
@@ -575,9 +577,9 @@ struct WorkloadController::Impl {
         if (auto r = store.patch(*res[kDeployment], ns, name, PatchKind::Merge, patch.dump()))
           objs[kDeployment][uid] = std::move(*r);
       }
-      if (deadline && created)
+      if (deadline > 0 && created)
         set_condition(st, "Progressing", "True", "NewReplicaSetCreated", fmt::format("Created new replica set \"{}\"", new_name), now);
-      else if (deadline && !find_condition(st.root(), "/conditions", "Progressing"))
+      else if (deadline > 0 && !find_condition(st.root(), "/conditions", "Progressing"))
         set_condition(st, "Progressing", "True", "FoundNewReplicaSet", fmt::format("Found new replica set \"{}\"", new_name), now);
       if (recreate) {
         bool old_pods = false;
@@ -653,9 +655,9 @@ struct WorkloadController::Impl {
   // progress for progressDeadlineSeconds (ProgressDeadlineExceeded, which `kubectl rollout status`
   // reports as a failure). Without a deadline there is no Progressing condition.
   void update_progress(const std::string& uid, const Value& d, json::Document& st, const json::Document& before,
-                       bool paused, std::optional<int64_t> deadline, const std::string& new_name, int64_t want,
+                       bool paused, int64_t deadline, const std::string& new_name, int64_t want,
                        const std::string& now) {
-    if (!deadline) {
+    if (deadline <= 0) {
       remove_condition(st, "Progressing");
       return;
     }
@@ -695,7 +697,7 @@ struct WorkloadController::Impl {
     if (!current || str_at(*current, "/reason") == "ProgressDeadlineExceeded") return;
     auto since = time_at(*current, "/lastUpdateTime");
     if (!since) return;
-    auto at = *since + std::chrono::seconds(*deadline);
+    auto at = *since + std::chrono::seconds(deadline);
     if (at < api::Clock::now())
       set_condition(st, "Progressing", "False", "ProgressDeadlineExceeded", subject + " has timed out progressing.", now);
     else
