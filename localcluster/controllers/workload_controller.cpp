@@ -109,9 +109,25 @@ json::Document status_of(const Value& obj) {
   return st && st->IsObject() ? json::Document::copy_of(*st) : json::Document::object();
 }
 
-// A pod template as Go's typed objects see it: nulls and empty `resources` (what a typed client
-// such as `kubectl rollout undo` writes back for unset fields) are the same as absent, so a
-// template restored from a ReplicaSet finds that ReplicaSet again.
+// Whether a member of a pod template is the zero value of a non-pointer Go field, which a typed
+// client writes or leaves out depending on the wire: JSON omits them (omitempty), a protobuf body
+// (kubectl create) carries them (`stdin: false`, `generation: 0`, the zero creationTimestamp), and
+// a typed JSON client (`kubectl rollout undo`) writes `creationTimestamp: null` and
+// `resources: {}`. Pointer fields (automountServiceAccountToken, ...) are not listed: their zero
+// is a value.
+bool typed_zero(std::string_view key, const Value& v) {
+  static constexpr std::string_view kZeroable[] = {
+      "generation", "hostNetwork", "hostPID", "hostIPC", "stdin", "stdinOnce", "tty", "readOnly", "hostPort",
+      "initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"};
+  if (v.IsNull()) return true;
+  if (key == "resources") return v.IsObject() && v.ObjectEmpty();
+  if (key == "creationTimestamp") return v.IsString() && json::view(v) == "1970-01-01T00:00:00Z";
+  if (std::find(std::begin(kZeroable), std::end(kZeroable), key) == std::end(kZeroable)) return false;
+  return (v.IsBool() && !v.GetBool()) || (v.IsInt64() && v.GetInt64() == 0);
+}
+
+// A pod template as Go's typed objects see it (typed_zero members dropped), so a template restored
+// from a ReplicaSet by `kubectl rollout undo` finds that ReplicaSet again.
 void drop_typed_empties(Value& v) {
   if (v.IsArray()) {
     for (auto& e : v.GetArray()) drop_typed_empties(e);
@@ -120,8 +136,7 @@ void drop_typed_empties(Value& v) {
   if (!v.IsObject()) return;
   for (auto m = v.MemberBegin(); m != v.MemberEnd();) {
     drop_typed_empties(m->value);
-    bool empty_resources = json::view(m->name) == "resources" && m->value.IsObject() && m->value.ObjectEmpty();
-    m = m->value.IsNull() || empty_resources ? v.EraseMember(m) : m + 1;
+    m = typed_zero(json::view(m->name), m->value) ? v.EraseMember(m) : m + 1;
   }
 }
 

@@ -25,7 +25,7 @@ rolled_out() { # rolled_out KIND/NAME
   local out
   out=$(k rollout status "$1" --timeout=60s 2>&1) || die "rollout status $1: $out"
 }
-history_of() { k rollout history "$1" | awk 'NR > 1 && NF {print $1 ":" $2}' | tr '\n' ' '; }
+history_of() { k rollout history "$1" | awk '$1 ~ /^[0-9]+$/ {print $1 ":" $2}' | tr '\n' ' '; }
 
 step "Deployment: rollout history with change-cause, rollout undo reuses revision 1 as 3"
 k create deployment web --image=nginx:1.27 --replicas=2 >/dev/null

@@ -982,11 +982,15 @@ TEST_CASE("Deployment revisions: a rollback reuses the old ReplicaSet with the n
   CHECK(env.str(replicasets, second_rs, "/metadata/annotations/deployment.kubernetes.io~1revision") == "2");
 
   // What `kubectl rollout undo` writes: the first ReplicaSet's template (hash label removed, with
-  // a typed client's null creationTimestamp) back into the Deployment.
+  // a typed client's null creationTimestamp and the zero values a protobuf body carries) back
+  // into the Deployment.
   auto rs1 = *env.get(replicasets, first_rs);
   auto tmpl = json::Document::copy_of(*json::find(rs1.root(), "/spec/template"));
   json::remove(tmpl, "/metadata/labels/pod-template-hash");
   REQUIRE(json::set(tmpl, "/metadata/creationTimestamp", json::Value()));
+  REQUIRE(json::set_int(tmpl, "/metadata/generation", 0));
+  REQUIRE(json::set_bool(tmpl, "/spec/containers/0/tty", false));
+  REQUIRE(json::set_bool(tmpl, "/spec/hostNetwork", false));
   auto patch = json::Document::parse(R"([{"op":"replace","path":"/spec/template","value":null}])");
   REQUIRE(patch);
   (*json::find(patch->root(), "/0/value")).CopyFrom(tmpl.root(), patch->alloc());
