@@ -1170,7 +1170,9 @@ Value eval_optional_access(const Node& n, Scope& s) {
   if (target.is_error()) return target;
   if (auto* o = std::get_if<OptionalValue>(&target.v)) {
     if (o->value == nullptr) return target;
-    target = *o->value;
+    // Copied out first: assigning to `target` releases the optional that owns the value.
+    Value inner = *o->value;
+    target = std::move(inner);
   }
   if (n.kind == NodeKind::Select) {
     if (auto* m = as_map(target)) {

@@ -157,7 +157,7 @@ std::string api_resource_list_json(const std::vector<ResourceInfo>& resources, s
     if (!r.short_names.empty()) e.AddMember("shortNames", string_array(r.short_names, a), a);
     if (!r.categories.empty()) e.AddMember("categories", string_array(r.categories, a), a);
     list.PushBack(e, a);
-    auto sub = [&](std::string_view name, std::string_view kind, bool with_update, std::string_view sgroup = {},
+    auto sub = [&](std::string_view name, std::string_view kind, Value verbs, std::string_view sgroup = {},
                    std::string_view sversion = {}) {
       Value s(rapidjson::kObjectType);
       s.AddMember("name", str(r.resource + "/" + std::string(name), a), a);
@@ -168,12 +168,16 @@ std::string api_resource_list_json(const std::vector<ResourceInfo>& resources, s
         s.AddMember("version", str(sversion, a), a);
       }
       s.AddMember("kind", str(kind, a), a);
-      s.AddMember("verbs", subresource_verbs(with_update, a), a);
+      s.AddMember("verbs", verbs, a);
       list.PushBack(s, a);
     };
-    if (r.has_status) sub("status", r.kind, true);
-    if (r.has_scale) sub("scale", "Scale", true, "autoscaling", "v1");
-    if (r.group.empty() && r.resource == "pods") sub("log", "Pod", false);
+    if (r.has_status) sub("status", r.kind, subresource_verbs(true, a));
+    if (r.has_scale) sub("scale", "Scale", subresource_verbs(true, a), "autoscaling", "v1");
+    if (r.group.empty() && r.resource == "pods") {
+      sub("log", "Pod", subresource_verbs(false, a));
+      // kubectl drain evicts (and so honours PodDisruptionBudgets) only where discovery lists this.
+      sub("eviction", "Eviction", string_array({"create"}, a), "policy", "v1");
+    }
   }
   if (!any) return {};
   d.root().AddMember("resources", list, a);
@@ -223,16 +227,19 @@ std::string aggregated_discovery_json(const std::vector<ResourceInfo>& resources
         if (!r.short_names.empty()) e.AddMember("shortNames", string_array(r.short_names, a), a);
         if (!r.categories.empty()) e.AddMember("categories", string_array(r.categories, a), a);
         Value subs(rapidjson::kArrayType);
-        auto sub = [&](std::string_view name, Value kind, bool with_update) {
+        auto sub = [&](std::string_view name, Value kind, Value verbs) {
           Value s(rapidjson::kObjectType);
           s.AddMember("subresource", str(name, a), a);
           s.AddMember("responseKind", kind, a);
-          s.AddMember("verbs", subresource_verbs(with_update, a), a);
+          s.AddMember("verbs", verbs, a);
           subs.PushBack(s, a);
         };
-        if (r.has_status) sub("status", gvk(r.group, r.version, r.kind), true);
-        if (r.has_scale) sub("scale", gvk("autoscaling", "v1", "Scale"), true);
-        if (r.group.empty() && r.resource == "pods") sub("log", gvk("", "v1", "Pod"), false);
+        if (r.has_status) sub("status", gvk(r.group, r.version, r.kind), subresource_verbs(true, a));
+        if (r.has_scale) sub("scale", gvk("autoscaling", "v1", "Scale"), subresource_verbs(true, a));
+        if (r.group.empty() && r.resource == "pods") {
+          sub("log", gvk("", "v1", "Pod"), subresource_verbs(false, a));
+          sub("eviction", gvk("policy", "v1", "Eviction"), string_array({"create"}, a));
+        }
         if (!subs.Empty()) e.AddMember("subresources", subs, a);
         list.PushBack(e, a);
       }

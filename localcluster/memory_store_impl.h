@@ -119,12 +119,13 @@ class MemoryStore final : public Store {
 
   // ---- create and update (memory_store_write.cpp) ----
   StoreResult<void> check_namespace(const Served& s, std::string_view ns, json::Document& obj) const;
+  // LimitRange and ResourceQuota admission of a pod or PersistentVolumeClaim being created.
+  StoreResult<void> admit_with_namespace_policies(const ResourceInfo& r, const std::string& ns,
+                                                  const std::string& name, json::Document& obj);
   // Defaulting and validation every create and update get: schema pruning, defaults and
   // validation (with x-kubernetes-validations rules) for custom resources, built-in defaulting
   // otherwise; label and annotation syntax for every kind. `name` names the errors; `old` is the
   // stored object on update (transition rules compare with it), null on create.
-  StoreResult<void> admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
-                              json::Document& obj);
   StoreResult<void> default_and_validate(const Served& s, json::Document& obj, const std::string& name,
                                          const json::Value* old);
   // A CRD being written: defaulted, validated, its status set; registered once committed.

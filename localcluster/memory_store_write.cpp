@@ -97,9 +97,10 @@ StoreResult<void> MemoryStore::check_namespace(const Served& s, std::string_view
   return {};
 }
 
-// LimitRange defaults, then ResourceQuota, over the namespace as it is now (under the lock).
-StoreResult<void> MemoryStore::admit_pod(const ResourceInfo& pods, const std::string& ns, const std::string& name,
-                                         Document& obj) {
+// LimitRange defaults and constraints, then ResourceQuota, over the namespace as it is now (under
+// the lock); a PersistentVolumeClaim meets the LimitRange's PersistentVolumeClaim items only.
+StoreResult<void> MemoryStore::admit_with_namespace_policies(const ResourceInfo& r, const std::string& ns,
+                                                             const std::string& name, Document& obj) {
   auto in_namespace = [&](const char* skey) {
     std::vector<const Value*> out;
     auto t = state_->tables.find(skey);
@@ -109,12 +110,20 @@ StoreResult<void> MemoryStore::admit_pod(const ResourceInfo& pods, const std::st
       out.push_back(&it->second.doc->root());
     return out;
   };
-  if (auto ranges = in_namespace("/limitranges"); !ranges.empty()) apply_limit_ranges(obj, ranges);
+  if (auto ranges = in_namespace("/limitranges"); !ranges.empty()) {
+    if (r.resource == "persistentvolumeclaims") {
+      if (auto refusal = limit_range_claim_refusal(obj.root(), ranges)) return fail(errors::forbidden(r, name, *refusal));
+      return {};
+    }
+    apply_limit_ranges(obj, ranges);
+    if (auto refusal = limit_range_refusal(obj.root(), ranges)) return fail(errors::forbidden(r, name, *refusal));
+  }
+  if (r.resource != "pods") return {};
   // The namespace's pods are only read when a quota needs them: creates stay O(1) without one.
   auto quotas = in_namespace("/resourcequotas");
   if (quotas.empty()) return {};
   if (auto refusal = quota_refusal(obj.root(), quotas, in_namespace("/pods")))
-    return fail(errors::forbidden(pods, name, *refusal));
+    return fail(errors::forbidden(r, name, *refusal));
   return {};
 }
 
@@ -245,8 +254,8 @@ StoreResult<Document> MemoryStore::create_locked(const ResourceInfo& r, std::str
   if (s->info.group == "batch" && s->info.resource == "jobs") {
     if (auto errs = job_create_errors(obj.root()); !errs.empty()) return fail(errors::invalid(s->info, name, errs));
   }
-  if (s->info.group.empty() && s->info.resource == "pods") {
-    auto admitted = admit_pod(s->info, ns, name, obj);
+  if (s->info.group.empty() && (s->info.resource == "pods" || s->info.resource == "persistentvolumeclaims")) {
+    auto admitted = admit_with_namespace_policies(s->info, ns, name, obj);
     if (!admitted) return fail(std::move(admitted).error());
   }
   std::shared_ptr<const CrdDefinition> crd;

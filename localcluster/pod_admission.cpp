@@ -1,6 +1,9 @@
 #include "localcluster/pod_admission.h"
 
+#include <algorithm>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "core/api/quantity.h"
 
@@ -69,7 +72,145 @@ std::string joined(const std::map<std::string, std::string>& m) {
   return out;
 }
 
+// A container's (or the pod's) requests and limits by resource name.
+using ResourceList = std::map<std::string, Quantity>;
+
+ResourceList resource_list(const Value& container, const char* kind) {
+  ResourceList out;
+  const Value* list = json::find(container, std::string("/resources/") + kind);
+  if (list == nullptr || !list->IsObject()) return out;
+  for (auto m = list->MemberBegin(); m != list->MemberEnd(); ++m)
+    if (auto q = Quantity::from_json(m->value)) out[std::string(json::view(m->name))] = *q;
+  return out;
+}
+
+// LimitRanger's pod totals: the containers' sum, or the largest init container where larger.
+ResourceList pod_resource_list(const Value& pod, const char* kind) {
+  ResourceList sum, init_max;
+  if (const Value* cs = json::find(pod, "/spec/containers"); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray())
+      for (const auto& [name, q] : resource_list(c, kind)) sum[name] += q;
+  if (const Value* cs = json::find(pod, "/spec/initContainers"); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray())
+      for (const auto& [name, q] : resource_list(c, kind))
+        if (auto it = init_max.find(name); it == init_max.end() || q > it->second) init_max[name] = q;
+  for (const auto& [name, q] : init_max)
+    if (auto it = sum.find(name); it == sum.end() || q > it->second) sum[name] = q;
+  return sum;
+}
+
+// The constraints of one LimitRange item of `type` (min, max, maxLimitRequestRatio) on one set of
+// requests and limits, worded as kube-apiserver's LimitRanger words them. Go iterates the item's
+// maps in random order; resources are taken in name order here.
+void check_constraints(const Value& item, const std::string& type, const ResourceList& requests,
+                       const ResourceList& limits, bool limits_recognized, std::vector<std::string>& errors) {
+  auto each = [&](const char* field, const auto& check) {
+    const Value* m = json::find(item, std::string("/") + field);
+    if (m == nullptr || !m->IsObject()) return;
+    std::map<std::string, Quantity> ordered;
+    for (auto e = m->MemberBegin(); e != m->MemberEnd(); ++e)
+      if (auto q = Quantity::from_json(e->value)) ordered[std::string(json::view(e->name))] = *q;
+    for (const auto& [name, enforced] : ordered) check(name, enforced);
+  };
+  auto find = [](const ResourceList& l, const std::string& name) -> const Quantity* {
+    auto it = l.find(name);
+    return it == l.end() ? nullptr : &it->second;
+  };
+  each("min", [&](const std::string& name, const Quantity& enforced) {
+    const Quantity* req = find(requests, name);
+    const Quantity* lim = limits_recognized ? find(limits, name) : nullptr;
+    std::string head = "minimum " + name + " usage per " + type + " is " + enforced.to_string();
+    if (req == nullptr)
+      errors.push_back(head + ".  No request is specified");
+    else if (*req < enforced)
+      errors.push_back(head + ", but request is " + req->to_string());
+    else if (lim != nullptr && *lim < enforced)
+      errors.push_back(head + ", but limit is " + lim->to_string());
+  });
+  each("max", [&](const std::string& name, const Quantity& enforced) {
+    const Quantity* req = find(requests, name);
+    std::string head = "maximum " + name + " usage per " + type + " is " + enforced.to_string();
+    if (!limits_recognized) {  // a claim: only its request counts
+      if (req == nullptr)
+        errors.push_back(head + ".  No request is specified");
+      else if (*req > enforced)
+        errors.push_back(head + ", but request is " + req->to_string());
+      return;
+    }
+    const Quantity* lim = find(limits, name);
+    if (lim == nullptr)
+      errors.push_back(head + ".  No limit is specified");
+    else if (*lim > enforced)
+      errors.push_back(head + ", but limit is " + lim->to_string());
+    else if (req != nullptr && *req > enforced)
+      errors.push_back(head + ", but request is " + req->to_string());
+  });
+  if (!limits_recognized) return;
+  each("maxLimitRequestRatio", [&](const std::string& name, const Quantity& enforced) {
+    const Quantity* req = find(requests, name);
+    const Quantity* lim = find(limits, name);
+    std::string head = name + " max limit to request ratio per " + type + " is " + enforced.to_string();
+    if (req == nullptr || req->milli_value() == 0) {
+      errors.push_back(head + ", but no request is specified or request is 0");
+      return;
+    }
+    if (lim == nullptr || lim->milli_value() == 0) {
+      errors.push_back(head + ", but no limit is specified or limit is 0");
+      return;
+    }
+    double ratio = static_cast<double>(lim->milli_value()) / static_cast<double>(req->milli_value());
+    if (ratio * 1000.0 > static_cast<double>(enforced.milli_value()))
+      errors.push_back(head + ", but provided ratio is " + fmt::format("{:f}", ratio));
+  });
+}
+
+// Go's utilerrors.NewAggregate: one message alone, several in brackets, duplicates once.
+std::optional<std::string> aggregate(const std::vector<std::string>& errors) {
+  std::vector<std::string> unique;
+  for (const auto& e : errors)
+    if (std::find(unique.begin(), unique.end(), e) == unique.end()) unique.push_back(e);
+  if (unique.empty()) return std::nullopt;
+  if (unique.size() == 1) return unique.front();
+  std::string out = "[";
+  for (size_t i = 0; i < unique.size(); ++i) out += (i ? ", " : "") + unique[i];
+  return out + "]";
+}
+
 }  // namespace
+
+std::optional<std::string> limit_range_refusal(const Value& pod, const std::vector<const Value*>& limit_ranges) {
+  std::vector<std::string> errors;
+  for (const Value* lr : limit_ranges) {
+    const Value* items = json::find(*lr, "/spec/limits");
+    if (items == nullptr || !items->IsArray()) continue;
+    for (const auto& item : items->GetArray()) {
+      std::string type = sget(item, "/type");
+      if (type == "Container") {
+        for (const char* list : {"/spec/containers", "/spec/initContainers"})
+          if (const Value* cs = json::find(pod, list); cs && cs->IsArray())
+            for (const auto& c : cs->GetArray())
+              check_constraints(item, type, resource_list(c, "requests"), resource_list(c, "limits"), true, errors);
+      } else if (type == "Pod") {
+        check_constraints(item, type, pod_resource_list(pod, "requests"), pod_resource_list(pod, "limits"), true, errors);
+      }
+    }
+  }
+  return aggregate(errors);
+}
+
+std::optional<std::string> limit_range_claim_refusal(const Value& claim, const std::vector<const Value*>& limit_ranges) {
+  std::vector<std::string> errors;
+  const Value* spec = json::find(claim, "/spec");
+  ResourceList requests = spec != nullptr ? resource_list(*spec, "requests") : ResourceList{};
+  for (const Value* lr : limit_ranges) {
+    const Value* items = json::find(*lr, "/spec/limits");
+    if (items == nullptr || !items->IsArray()) continue;
+    for (const auto& item : items->GetArray())
+      if (sget(item, "/type") == "PersistentVolumeClaim")
+        check_constraints(item, "PersistentVolumeClaim", requests, {}, false, errors);
+  }
+  return aggregate(errors);
+}
 
 void apply_limit_ranges(json::Document& pod, const std::vector<const Value*>& limit_ranges) {
   std::map<std::string, std::vector<std::string>> set_requests, set_limits;  // container -> resources

@@ -6,6 +6,7 @@
 
 #include "localcluster/body_validation.h"
 #include "localcluster/crd.h"
+#include "localcluster/disruption.h"
 #include "localcluster/object_meta.h"
 #include "localcluster/request_options.h"
 
@@ -129,6 +130,16 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     auto obj = front_.get(r, route.ns, route.name, route.subresource);
     if (!obj) return error_reply(obj.error());
     return render(r, req, 200, obj->root());
+  }
+  if (route.subresource == "eviction") {
+    if (req.method != "POST") return method_not_allowed();
+    auto dry = write_options(q, "CreateOptions");
+    if (!dry) return error_reply(dry.error());
+    auto body = decode_body(req.body, content_type);
+    if (!body) return error_reply(body.error());
+    auto evicted = evict_pod(store_, r, route.ns, route.name, body->root(), *dry);
+    if (!evicted) return error_reply(evicted.error());
+    return HttpReply{201, "application/json", evicted->dump(), {}};
   }
   if (req.method == "POST") {
     if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();

@@ -406,6 +406,37 @@ std::optional<Printer> builtin_printer(const ResourceInfo& r) {
                                              std::string(sget(o, "/spec/volumeMode"))};
                   });
   }
+  if (g == "policy" && res == "poddisruptionbudgets") {
+    return simple({name_col(), col("Min Available"), col("Max Unavailable"), col("Allowed Disruptions", "integer"), age_col()},
+                  [](const Value& o, Clock::time_point now) {
+                    auto bound = [&](const char* pointer) -> std::string {
+                      const Value* v = json::find(o, pointer);
+                      if (v == nullptr) return "N/A";
+                      return v->IsInt64() ? std::to_string(v->GetInt64()) : std::string(sv(v));
+                    };
+                    return std::vector<Cell>{std::string(sget(o, "/metadata/name")), bound("/spec/minAvailable"),
+                                             bound("/spec/maxUnavailable"), iget(o, "/status/disruptionsAllowed"),
+                                             age_of(o, "/metadata/creationTimestamp", now)};
+                  });
+  }
+  if (g == "apps" && res == "controllerrevisions") {
+    return simple({name_col(), col("Controller"), col("Revision", "integer"), age_col()},
+                  [](const Value& o, Clock::time_point now) {
+                    std::string controller = "<none>";
+                    if (const Value* refs = json::find(o, "/metadata/ownerReferences"); refs && refs->IsArray())
+                      for (const auto& r : refs->GetArray())
+                        if (json::get_bool(r, "/controller").value_or(false)) {
+                          std::string kind(sget(r, "/kind")), api(sget(r, "/apiVersion"));
+                          for (auto& ch : kind) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                          auto slash = api.find('/');
+                          controller = kind + (slash == std::string::npos ? "" : "." + api.substr(0, slash)) + "/" +
+                                       std::string(sget(r, "/name"));
+                        }
+                    return std::vector<Cell>{std::string(sget(o, "/metadata/name")), controller,
+                                             json::get_int(o, "/revision").value_or(0),
+                                             age_of(o, "/metadata/creationTimestamp", now)};
+                  });
+  }
   if (g == "storage.k8s.io" && res == "storageclasses") {
     return simple({name_col(), col("Provisioner"), col("ReclaimPolicy"), col("VolumeBindingMode"),
                    col("AllowVolumeExpansion"), age_col()},

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "localcluster/controllers/disruption_controller.h"
 #include "localcluster/controllers/garbage_collector.h"
 #include "localcluster/controllers/job_controller.h"
 #include "localcluster/controllers/kubelet.h"
@@ -21,6 +22,7 @@ struct ControllersOptions {
   bool workload_controller = true;  // Deployments, ReplicaSets, StatefulSets, DaemonSets
   bool volume_controller = true;    // default StorageClass, PersistentVolumeClaims bound at once
   bool quota_controller = true;     // ResourceQuota status
+  bool disruption_controller = true;  // PodDisruptionBudget status
   bool scheduler = true;
   bool kubelet = true;
   KubeletOptions kubelet_options;
@@ -40,6 +42,7 @@ class Controllers {
   std::unique_ptr<WorkloadController> workloads_;
   std::unique_ptr<VolumeController> volumes_;
   std::unique_ptr<QuotaController> quotas_;
+  std::unique_ptr<DisruptionController> disruptions_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Kubelet> kubelet_;
 };

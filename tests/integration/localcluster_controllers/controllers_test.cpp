@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <map>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -12,9 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "core/api/time.h"
 #include "localcluster/controllers/controller_base.h"
 #include "localcluster/controllers/controllers.h"
 #include "localcluster/controllers/podgroup_crds.h"
+#include "localcluster/disruption.h"
 #include "localcluster/memory_store.h"
 #include "tests/support/eventually.h"
 
@@ -1133,4 +1136,340 @@ TEST_CASE("kubelet: ContainerCreating, CrashLoopBackOff with a doubling back-off
   for (const char* want : {"Scheduled", "Pulling", "Pulled", "Created", "Started", "BackOff"}) CHECK(reasons.count(want) == 1);
   env.remove(env.pods, "slow-start", std::nullopt);
   REQUIRE(eventually([&] { return reasons_for("slow-start").count("Killing") > 0; }));
+}
+
+// ---- rollout history, availability, budgets, limits, static volumes ---------------------------
+
+namespace {
+
+std::vector<json::Document> owned_by(Env& env, const ResourceInfo& r, const std::string& owner_name) {
+  std::vector<json::Document> out;
+  for (auto& d : env.list(r))
+    if (str_at(d.root(), "/metadata/ownerReferences/0/name") == owner_name) out.push_back(std::move(d));
+  return out;
+}
+
+// revision number -> ControllerRevision name, of the revisions `owner` controls.
+std::map<int64_t, std::string> revisions_of(Env& env, const std::string& owner) {
+  std::map<int64_t, std::string> out;
+  for (const auto& r : owned_by(env, res(env, "apps", "controllerrevisions"), owner))
+    out[json::get_int(r.root(), "/revision").value_or(-1)] = std::string(str_at(r.root(), "/metadata/name"));
+  return out;
+}
+
+void set_template_annotation(Env& env, const ResourceInfo& r, const std::string& name, const std::string& value) {
+  REQUIRE(env.store->patch(r, "default", name, PatchKind::Merge,
+                           fmt::format(R"({{"spec":{{"template":{{"metadata":{{"annotations":{{"rev":"{}"}}}}}}}}}})", value)));
+}
+
+bool has_event(Env& env, std::string_view object, std::string_view reason) {
+  for (const auto& e : env.list(res(env, "", "events")))
+    if (str_at(e.root(), "/involvedObject/name") == object && str_at(e.root(), "/reason") == reason) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("Deployment revisions: a rollback reuses the old ReplicaSet with the next revision", "[apps][history]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto deployments = res(env, "apps", "deployments");
+  auto replicasets = res(env, "apps", "replicasets");
+  env.create(deployments, workload_json("Deployment", "web", 2, ""));
+  REQUIRE(eventually([&] { return env.str(deployments, "web", "/metadata/annotations/deployment.kubernetes.io~1revision") == "1"; }));
+  auto first = env.list(replicasets, "app=web");
+  REQUIRE(first.size() == 1);
+  std::string first_rs(str_at(first[0].root(), "/metadata/name"));
+  CHECK(str_at(first[0].root(), "/metadata/annotations/deployment.kubernetes.io~1max-replicas") == "3");
+
+  // kubectl annotate ... kubernetes.io/change-cause, then a new template: the new ReplicaSet
+  // carries the cause `kubectl rollout history` prints.
+  REQUIRE(env.store->patch(deployments, "default", "web", PatchKind::Merge,
+                           R"({"metadata":{"annotations":{"kubernetes.io/change-cause":"image 2"}},
+                               "spec":{"template":{"metadata":{"annotations":{"rev":"2"}}}}})"));
+  REQUIRE(eventually([&] { return env.str(deployments, "web", "/metadata/annotations/deployment.kubernetes.io~1revision") == "2"; }));
+  std::string second_rs;
+  for (const auto& rs : env.list(replicasets, "app=web"))
+    if (str_at(rs.root(), "/metadata/name") != first_rs) second_rs = std::string(str_at(rs.root(), "/metadata/name"));
+  REQUIRE_FALSE(second_rs.empty());
+  CHECK(env.str(replicasets, second_rs, "/metadata/annotations/kubernetes.io~1change-cause") == "image 2");
+  CHECK(env.str(replicasets, second_rs, "/metadata/annotations/deployment.kubernetes.io~1revision") == "2");
+
+  // What `kubectl rollout undo` writes: the first ReplicaSet's template (hash label removed, with
+  // a typed client's null creationTimestamp and the zero values a protobuf body carries) back
+  // into the Deployment.
+  auto rs1 = *env.get(replicasets, first_rs);
+  auto tmpl = json::Document::copy_of(*json::find(rs1.root(), "/spec/template"));
+  json::remove(tmpl, "/metadata/labels/pod-template-hash");
+  REQUIRE(json::set(tmpl, "/metadata/creationTimestamp", json::Value()));
+  REQUIRE(json::set_int(tmpl, "/metadata/generation", 0));
+  REQUIRE(json::set_bool(tmpl, "/spec/containers/0/tty", false));
+  REQUIRE(json::set_bool(tmpl, "/spec/hostNetwork", false));
+  auto patch = json::Document::parse(R"([{"op":"replace","path":"/spec/template","value":null}])");
+  REQUIRE(patch);
+  (*json::find(patch->root(), "/0/value")).CopyFrom(tmpl.root(), patch->alloc());
+  REQUIRE(env.store->patch(deployments, "default", "web", PatchKind::JSON, patch->dump()));
+  REQUIRE(eventually([&] {
+    return env.str(replicasets, first_rs, "/metadata/annotations/deployment.kubernetes.io~1revision") == "3" &&
+           env.str(deployments, "web", "/metadata/annotations/deployment.kubernetes.io~1revision") == "3";
+  }));
+  CHECK(env.str(replicasets, first_rs, "/metadata/annotations/deployment.kubernetes.io~1revision-history") == "1");
+  CHECK(env.list(replicasets, "app=web").size() == 2);  // no third ReplicaSet
+  REQUIRE(eventually([&] {
+    return int_at(env, replicasets, first_rs, "/status/availableReplicas") == 2 &&
+           int_at(env, replicasets, second_rs, "/spec/replicas") == 0;
+  }));
+}
+
+TEST_CASE("StatefulSet and DaemonSet keep ControllerRevisions; a template seen before gets the next number",
+          "[apps][history]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto statefulsets = res(env, "apps", "statefulsets");
+  auto daemonsets = res(env, "apps", "daemonsets");
+  env.create(statefulsets, workload_json("StatefulSet", "db", 2, R"("serviceName":"db","revisionHistoryLimit":1,)"));
+  auto settled = [&](const std::string& revision) {
+    auto s = env.get(statefulsets, "db");
+    if (!s || str_at(s->root(), "/status/updateRevision") != revision ||
+        str_at(s->root(), "/status/currentRevision") != revision || json::get_int(s->root(), "/status/updatedReplicas") != 2)
+      return false;
+    for (const auto& p : env.list(env.pods, "app=db"))
+      if (str_at(p.root(), "/metadata/labels/controller-revision-hash") != revision) return false;
+    return true;
+  };
+  REQUIRE(eventually([&] { return revisions_of(env, "db").size() == 1; }));
+  std::string r1 = revisions_of(env, "db").at(1);
+  REQUIRE(eventually([&] { return settled(r1); }));
+  auto revision = *env.get(res(env, "apps", "controllerrevisions"), r1);
+  CHECK(str_at(revision.root(), "/data/spec/template/$patch") == "replace");
+  CHECK(str_at(revision.root(), "/metadata/labels/app") == "db");
+  CHECK_FALSE(str_at(revision.root(), "/metadata/labels/controller.kubernetes.io~1hash").empty());
+
+  set_template_annotation(env, statefulsets, "db", "2");
+  REQUIRE(eventually([&] { return revisions_of(env, "db").count(2) == 1; }));
+  std::string r2 = revisions_of(env, "db").at(2);
+  REQUIRE(eventually([&] { return settled(r2); }));
+  // Back to the first template (kubectl rollout undo patches the revision's data in): revision 1
+  // becomes 3, no new revision is made.
+  std::string data = json::dump(*json::find(revision.root(), "/data"));
+  REQUIRE(env.store->patch(statefulsets, "default", "db", PatchKind::Strategic, data));
+  REQUIRE(eventually([&] { return revisions_of(env, "db") == std::map<int64_t, std::string>{{2, r2}, {3, r1}}; }));
+  REQUIRE(eventually([&] { return settled(r1); }));
+  // revisionHistoryLimit 1: a third template leaves the current one and one unused revision.
+  set_template_annotation(env, statefulsets, "db", "4");
+  REQUIRE(eventually([&] { return revisions_of(env, "db").count(4) == 1; }));
+  REQUIRE(eventually([&] { return settled(revisions_of(env, "db").at(4)); }));
+  REQUIRE(eventually([&] { return revisions_of(env, "db").size() == 2; }));
+
+  env.create(daemonsets, workload_json("DaemonSet", "agent", 0, ""));
+  REQUIRE(eventually([&] { return revisions_of(env, "agent").size() == 1; }));
+  set_template_annotation(env, daemonsets, "agent", "2");
+  REQUIRE(eventually([&] {
+    auto revs = revisions_of(env, "agent");
+    if (revs.size() != 2) return false;
+    std::string hash = revs.at(2).substr(std::string("agent-").size());
+    auto pods = env.list(env.pods, "app=agent");
+    if (pods.size() != 3) return false;
+    for (const auto& p : pods)
+      if (str_at(p.root(), "/metadata/labels/controller-revision-hash") != hash) return false;
+    return int_at(env, daemonsets, "agent", "/status/updatedNumberScheduled") == 3;
+  }));
+  CHECK(str_at(env.get(res(env, "apps", "controllerrevisions"), revisions_of(env, "agent").at(2))->root(),
+               "/metadata/labels/controller-revision-hash") == revisions_of(env, "agent").at(2).substr(6));
+}
+
+TEST_CASE("minReadySeconds: pods count as available only after being Ready that long", "[apps][availability]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto deployments = res(env, "apps", "deployments");
+  auto replicasets = res(env, "apps", "replicasets");
+  constexpr int kMinReady = 2;
+  env.create(deployments, workload_json("Deployment", "slow", 2, fmt::format(R"("minReadySeconds":{},)", kMinReady)));
+  bool saw_ready_unavailable = false;
+  REQUIRE(eventually([&] {
+    auto d = env.get(deployments, "slow");
+    if (!d) return false;
+    int64_t ready = json::get_int(d->root(), "/status/readyReplicas").value_or(0);
+    int64_t available = json::get_int(d->root(), "/status/availableReplicas").value_or(0);
+    if (ready == 2 && available < 2) saw_ready_unavailable = true;
+    if (available == 0) return false;
+    // Never available before the pods' Ready transition plus minReadySeconds.
+    auto now = std::chrono::system_clock::now();
+    for (const auto& p : env.list(env.pods, "app=slow")) {
+      const json::Value* cond = find_condition(p.root(), "/status/conditions", "Ready");
+      if (!cond || str_at(*cond, "/status") != "True") continue;
+      auto since = api::parse_time(str_at(*cond, "/lastTransitionTime"));
+      REQUIRE(since);
+      if (available == 2) CHECK(now >= *since + std::chrono::seconds(kMinReady));
+    }
+    return available == 2;
+  }, 30s, 20ms));
+  CHECK(saw_ready_unavailable);
+  auto sets = env.list(replicasets, "app=slow");
+  REQUIRE(sets.size() == 1);
+  CHECK(json::get_int(sets[0].root(), "/spec/minReadySeconds") == kMinReady);
+  REQUIRE(eventually([&] { return env.condition(deployments, "slow", "Progressing", "/reason") == "NewReplicaSetAvailable"; }));
+  CHECK(env.condition(deployments, "slow", "Available", "/reason") == "MinimumReplicasAvailable");
+  CHECK(env.condition(deployments, "slow", "Progressing", "/message") ==
+        fmt::format("ReplicaSet \"{}\" has successfully progressed.", str_at(sets[0].root(), "/metadata/name")));
+}
+
+TEST_CASE("progressDeadlineSeconds: a rollout without progress reports ProgressDeadlineExceeded", "[apps][availability]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto deployments = res(env, "apps", "deployments");
+  env.create(deployments, workload_json("Deployment", "stuck", 1, R"("progressDeadlineSeconds":1,)",
+                                        R"("sim.unitrain.io/ready-after":"1h")"));
+  REQUIRE(eventually([&] { return env.condition(deployments, "stuck", "Progressing", "/reason") == "ProgressDeadlineExceeded"; }));
+  auto rs = env.list(res(env, "apps", "replicasets"), "app=stuck");
+  REQUIRE(rs.size() == 1);
+  CHECK(env.condition(deployments, "stuck", "Progressing") == "False");
+  CHECK(env.condition(deployments, "stuck", "Progressing", "/message") ==
+        fmt::format("ReplicaSet \"{}\" has timed out progressing.", str_at(rs[0].root(), "/metadata/name")));
+  CHECK(env.condition(deployments, "stuck", "Available", "/reason") == "MinimumReplicasUnavailable");
+
+  // Paused: Progressing Unknown/DeploymentPaused on a fresh deployment, DeploymentResumed after.
+  env.create(deployments, workload_json("Deployment", "held", 1, R"("paused":true,)"));
+  REQUIRE(eventually([&] { return env.condition(deployments, "held", "Progressing", "/reason") == "DeploymentPaused"; }));
+  CHECK(env.condition(deployments, "held", "Progressing") == "Unknown");
+  REQUIRE(env.store->patch(deployments, "default", "held", PatchKind::Merge, R"({"spec":{"paused":false}})"));
+  REQUIRE(eventually([&] { return env.condition(deployments, "held", "Progressing", "/reason") == "NewReplicaSetAvailable"; }));
+}
+
+TEST_CASE("LimitRange min, max and maxLimitRequestRatio refuse pods and claims as kube-apiserver words it", "[admission]") {
+  Env env;
+  auto limits = res(env, "", "limitranges");
+  auto claims = res(env, "", "persistentvolumeclaims");
+  env.create(limits, R"({"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"bounds"},
+      "spec":{"limits":[{"type":"Container","min":{"cpu":"100m"},"max":{"memory":"1Gi"},"maxLimitRequestRatio":{"cpu":"2"},
+                         "default":{"cpu":"400m","memory":"512Mi"},"defaultRequest":{"cpu":"200m"}},
+                        {"type":"Pod","max":{"cpu":"1"}},
+                        {"type":"PersistentVolumeClaim","min":{"storage":"1Gi"},"max":{"storage":"10Gi"}}]}})");
+  auto pod = [](const std::string& name, const std::string& resources) {
+    return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}"}},
+        "spec":{{"containers":[{{"name":"main","image":"x","resources":{}}}]}}}})", name, resources);
+  };
+  auto refusal = [&](const std::string& body) {
+    auto r = env.store->create(env.pods, "default", parse(body));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == 403);
+    return r.error().message;
+  };
+  // Defaults alone satisfy the bounds.
+  env.create(env.pods, pod("fine", "{}"));
+  CHECK(refusal(pod("tiny", R"({"requests":{"cpu":"50m"},"limits":{"cpu":"100m"}})")) ==
+        "pods \"tiny\" is forbidden: minimum cpu usage per Container is 100m, but request is 50m");
+  CHECK(refusal(pod("big", R"({"limits":{"memory":"2Gi"}})")) ==
+        "pods \"big\" is forbidden: maximum memory usage per Container is 1Gi, but limit is 2Gi");
+  CHECK(refusal(pod("spiky", R"({"requests":{"cpu":"100m"},"limits":{"cpu":"400m"}})")) ==
+        "pods \"spiky\" is forbidden: cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000");
+  CHECK(refusal(pod("both", R"({"requests":{"cpu":"800m"},"limits":{"cpu":"1200m","memory":"2Gi"}})")) ==
+        "pods \"both\" is forbidden: [maximum memory usage per Container is 1Gi, but limit is 2Gi, "
+        "maximum cpu usage per Pod is 1, but limit is 1200m]");
+  auto claim = [](const std::string& name, const std::string& size) {
+    return fmt::format(R"({{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"{}"}},
+        "spec":{{"accessModes":["ReadWriteOnce"],"resources":{{"requests":{{"storage":"{}"}}}}}}}})", name, size);
+  };
+  auto huge = env.store->create(claims, "default", parse(claim("huge", "20Gi")));
+  REQUIRE_FALSE(huge);
+  CHECK(huge.error().message ==
+        "persistentvolumeclaims \"huge\" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 20Gi");
+  env.create(claims, claim("right", "5Gi"));
+}
+
+TEST_CASE("PodDisruptionBudget status and evictions that honour it", "[policy]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto deployments = res(env, "apps", "deployments");
+  auto budgets = *env.store->find_resource("policy", "v1", "poddisruptionbudgets");
+  env.create(deployments, workload_json("Deployment", "web", 2, ""));
+  env.create(budgets, R"({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web"},
+      "spec":{"minAvailable":2,"selector":{"matchLabels":{"app":"web"}}}})");
+  auto status = [&](std::string_view field) { return int_at(env, budgets, "web", std::string("/status/") + std::string(field)); };
+  REQUIRE(eventually([&] { return status("currentHealthy") == 2 && status("expectedPods") == 2; }));
+  CHECK(status("desiredHealthy") == 2);
+  CHECK(status("disruptionsAllowed") == 0);
+  CHECK(env.condition(budgets, "web", "DisruptionAllowed") == "False");
+  CHECK(env.condition(budgets, "web", "DisruptionAllowed", "/reason") == "InsufficientPods");
+
+  auto pods = env.list(env.pods, "app=web");
+  REQUIRE(pods.size() == 2);
+  auto eviction = [](std::string_view name) {
+    return parse(fmt::format(R"({{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{}"}}}})", name));
+  };
+  std::string first(str_at(pods[0].root(), "/metadata/name")), second(str_at(pods[1].root(), "/metadata/name"));
+  auto refused = evict_pod(*env.store, env.pods, "default", first, eviction(first).root(), false);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == 429);
+  CHECK(refused.error().message == "Cannot evict pod as it would violate the pod's disruption budget.");
+  CHECK(str_at(refused.error().details.root(), "/causes/0/reason") == "DisruptionBudget");
+  CHECK(str_at(refused.error().details.root(), "/causes/0/message") ==
+        "The disruption budget web needs 2 healthy pods and has 2 currently");
+  CHECK(env.get(env.pods, first).has_value());
+  auto mismatch = evict_pod(*env.store, env.pods, "default", first, eviction("other").root(), false);
+  REQUIRE_FALSE(mismatch);
+  CHECK(mismatch.error().message == "name in URL does not match name in Eviction object");
+
+  // maxUnavailable 1 of the Deployment's 2 replicas: one eviction, then the budget is spent.
+  REQUIRE(env.store->patch(budgets, "default", "web", PatchKind::Merge, R"({"spec":{"minAvailable":null,"maxUnavailable":1}})"));
+  REQUIRE(eventually([&] { return status("disruptionsAllowed") == 1 && status("desiredHealthy") == 1; }));
+  CHECK(env.condition(budgets, "web", "DisruptionAllowed", "/reason") == "SufficientPods");
+  auto evicted = evict_pod(*env.store, env.pods, "default", first, eviction(first).root(), false);
+  REQUIRE(evicted);
+  CHECK(str_at(evicted->root(), "/status") == "Success");
+  auto spent = evict_pod(*env.store, env.pods, "default", second, eviction(second).root(), false);
+  REQUIRE_FALSE(spent);
+  CHECK(spent.error().code == 429);
+  // The Deployment replaces the evicted pod; once it is Ready the budget allows one again.
+  REQUIRE(eventually([&] { return status("currentHealthy") == 2 && status("disruptionsAllowed") == 1; }));
+}
+
+TEST_CASE("static PersistentVolumes: claims bind to an Available volume that fits, else wait", "[storage]") {
+  Env env;
+  Controllers c(*env.store, all(env));
+  auto claims = res(env, "", "persistentvolumeclaims");
+  auto volumes = res(env, "", "persistentvolumes");
+  auto volume = [](const std::string& name, const std::string& size, const std::string& modes, const std::string& cls,
+                   const std::string& labels = "{}") {
+    return fmt::format(R"({{"apiVersion":"v1","kind":"PersistentVolume","metadata":{{"name":"{}","labels":{}}},
+        "spec":{{"capacity":{{"storage":"{}"}},"accessModes":[{}],"storageClassName":"{}",
+                 "persistentVolumeReclaimPolicy":"Retain","hostPath":{{"path":"/data/{}"}}}}}})",
+                       name, labels, size, modes, cls, name);
+  };
+  auto claim = [](const std::string& name, const std::string& size, const std::string& modes, const std::string& extra) {
+    return fmt::format(R"({{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"{}"}},
+        "spec":{{{}"accessModes":[{}],"resources":{{"requests":{{"storage":"{}"}}}}}}}})", name, extra, modes, size);
+  };
+  env.create(volumes, volume("small", "2Gi", R"("ReadWriteOnce")", ""));
+  env.create(volumes, volume("large", "50Gi", R"("ReadWriteOnce","ReadWriteMany")", "", R"({"tier":"gold"})"));
+  env.create(volumes, volume("classy", "5Gi", R"("ReadWriteOnce")", "standard"));
+  REQUIRE(eventually([&] {
+    for (const char* v : {"small", "large", "classy"})
+      if (env.str(volumes, v, "/status/phase") != "Available") return false;
+    return true;
+  }));
+
+  // storageClassName "": the smallest class-less volume that fits; capacity is the volume's.
+  env.create(claims, claim("a", "1Gi", R"("ReadWriteOnce")", R"("storageClassName":"",)"));
+  REQUIRE(eventually([&] { return env.str(claims, "a", "/status/phase") == "Bound"; }));
+  CHECK(env.str(claims, "a", "/spec/volumeName") == "small");
+  CHECK(env.str(claims, "a", "/status/capacity/storage") == "2Gi");
+  CHECK(env.str(volumes, "small", "/spec/claimRef/name") == "a");
+  CHECK(env.str(volumes, "small", "/status/phase") == "Bound");
+
+  // The default class: its Available volume first, before provisioning.
+  env.create(claims, claim("b", "1Gi", R"("ReadWriteOnce")", ""));
+  REQUIRE(eventually([&] { return env.str(claims, "b", "/status/phase") == "Bound"; }));
+  CHECK(env.str(claims, "b", "/spec/volumeName") == "classy");
+
+  // ReadWriteMany and a selector: only "large" fits; a claim nothing fits waits.
+  env.create(claims, claim("c", "100Gi", R"("ReadWriteOnce")", R"("storageClassName":"",)"));
+  env.create(claims, claim("d", "1Gi", R"("ReadWriteMany")", R"("storageClassName":"","selector":{"matchLabels":{"tier":"gold"}},)"));
+  REQUIRE(eventually([&] { return env.str(claims, "d", "/spec/volumeName") == "large"; }));
+  REQUIRE(eventually([&] { return has_event(env, "c", "FailedBinding"); }));
+  CHECK(env.str(claims, "c", "/status/phase") == "Pending");
+  // A volume that fits arrives: the waiting claim binds to it.
+  env.create(volumes, volume("huge", "200Gi", R"("ReadWriteOnce")", ""));
+  REQUIRE(eventually([&] { return env.str(claims, "c", "/spec/volumeName") == "huge"; }));
+  REQUIRE(eventually([&] { return env.str(claims, "c", "/status/phase") == "Bound"; }));
 }
