@@ -30,7 +30,7 @@ std::optional<StatusError> check_type_meta(const ResourceInfo& r, const json::Va
 
 // The fields of `body` the type does not declare: `builtin_kind` is a built-in kind's message
 // (builtin_message()); otherwise `schema` is the custom resource version's openAPIV3Schema, or
-// null for a kind with neither (apiextensions.k8s.io), whose metadata alone is checked.
+// null for a kind with neither, whose metadata alone is checked.
 std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema,
                                            const proto::Message* builtin_kind = nullptr);
 

@@ -390,8 +390,8 @@ json::Document openapi_v2_document(const std::vector<OpenApiResource>& resources
     } else if (add_builtin_definitions(r, OpenApiVersion::V2, definitions, a)) {
       continue;
     } else {
-      // A kind outside the protobuf tables (apiextensions.k8s.io) carries no schema: no type, so
-      // clients treat it as arbitrary JSON (kubectl validates it on the server, with fieldValidation).
+      // A built-in kind outside the protobuf tables carries no schema: no type, so clients treat it
+      // as arbitrary JSON (kubectl validates it on the server, with fieldValidation).
       def.SetObject();
       def.AddMember("description", json::str(r.kind + " (schema not published by the local cluster)", a), a);
       Value list(rapidjson::kArrayType);
