@@ -910,14 +910,7 @@ std::optional<std::pair<std::string, std::regex::flag_type>> re2_as_ecmascript(s
       if (rest.starts_with("=") || rest.starts_with("!") || rest.starts_with("<=") || rest.starts_with("<!")) {
         return std::nullopt;
       }
-      if (rest.starts_with("P<")) {
-        size_t close = rest.find('>');
-        if (close == std::string_view::npos) return std::nullopt;
-        out += "(";
-        i += 2 + close;
-        continue;
-      }
-      if (rest.starts_with("<")) {
+      if (rest.starts_with("P<") || rest.starts_with("<")) {  // a named group: ECMAScript has no names
         size_t close = rest.find('>');
         if (close == std::string_view::npos) return std::nullopt;
         out += "(";
