@@ -117,9 +117,11 @@ class Setup final : public manager::Runnable {
                      webhook::kMutatingConfigurationName, url);
       }
     }
+    // Without a manifests/crds directory, each module's own CRD (compiled into it) is installed.
     const auto dir = find_crd_dir(flags_.crd_dir);
-    if (dir.empty())
-      return fail(fmt::format("--crd-dir: no manifests/crds directory found next to {}; pass --crd-dir", executable_dir()));
+    std::error_code ec;
+    if (!flags_.crd_dir.empty() && !fs::is_directory(flags_.crd_dir, ec))
+      return fail(fmt::format("--crd-dir: {} is not a directory", flags_.crd_dir));
     std::vector<const framework::Registration*> enabled;
     for (const auto& name : flags_.enabled) enabled.push_back(registry_.find(name));
     if (auto s = install_crds(client_, dir, enabled, convert_url, ca, stopping); !s) return s;
@@ -201,9 +203,16 @@ Status install_crds(kube::Client& client, const std::string& dir,
         regs.size() == 1 && fs::exists(versioned))
       path = versioned;
     std::ifstream in(path);
-    if (!in) return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
     std::stringstream text;
-    text << in.rdbuf();
+    if (!dir.empty() && in) {
+      text << in.rdbuf();
+    } else if (regs.size() == 1 && !regs.front()->crds.empty()) {
+      // A module's own CRD: a module loaded at run time, or a built-in one the directory lacks.
+      path = fmt::format("the CRD of {} ({})", d.name, regs.front()->origin);
+      text << regs.front()->crds.front();
+    } else {
+      return fail(fmt::format("--crd-dir: {} for {} cannot be read", path.string(), d.name));
+    }
     auto docs = json::parse_yaml(text.str());
     if (!docs) return fail(fmt::format("{}: {}", path.string(), docs.error().message));
     for (auto& doc : *docs) {

@@ -13,6 +13,7 @@
 #include "cmd/training-operator/http_server.h"
 #include "cmd/training-operator/logging.h"
 #include "core/api/labels.h"
+#include "core/framework/abi/unitrain_plugin.h"
 #include "core/webhook/handler.h"
 
 namespace unitrain::operator_cmd {
@@ -242,6 +243,13 @@ Result<Flags, int> parse_flags(int argc, const char* const* argv, const framewor
   app.add_flag("--webhook-persist-defaults", f.webhook_persist_defaults,
                "Have the defaulting webhooks write each framework's defaults into new jobs (the reference "
                "operators apply them in memory only)");
+  // Read before the other flags (module_paths, frameworks.h): loaded modules are in `registry`.
+  std::vector<std::string> module_files, module_dirs;
+  app.add_option("--framework-module", module_files,
+                 "Shared library of a framework module to load at start (plugin ABI " +
+                     fmt::format("{}.{}", UNITRAIN_PLUGIN_ABI_MAJOR, UNITRAIN_PLUGIN_ABI_MINOR) +
+                     "); repeatable. It runs inside the operator: load only modules you trust");
+  app.add_option("--framework-module-dir", module_dirs, "Load every *.so in this directory as a framework module; repeatable");
   for (const auto& reg : registry.all()) {
     for (const auto& o : reg.options) {
       f.framework_options[o.name] = o.default_value;

@@ -18,6 +18,7 @@
 #include "cmd/training-operator/flags.h"
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/training-operator/logging.h"
+#include "cmd/training-operator/manifests.h"
 #include "cmd/training-operator/operator_metrics.h"
 #include "cmd/training-operator/process.h"
 #include "cmd/training-operator/webhooks.h"
@@ -154,6 +155,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
       return 1;
     }
+    // A module that cannot be loaded or collides with another is a usage error, as a bad flag is.
+    auto modules = module_paths(argc, argv);
+    if (!modules) {
+      std::fprintf(stderr, "training-operator: %s\n", modules.error().message.c_str());
+      return 2;
+    }
+    if (auto s = load_modules(*modules, registry); !s) {
+      std::fprintf(stderr, "training-operator: %s\n", s.error().message.c_str());
+      return 2;
+    }
+    if (argc > 1 && std::string_view(argv[1]) == "manifests") return manifests_command(argc, argv, registry);
     auto flags = parse_flags(argc, argv, registry);
     if (!flags) return flags.error();
     return run(*flags, registry);

@@ -83,6 +83,13 @@ FieldValue::FieldValue(double d) : text_(go_float(d)), omitted_(false) {}
 
 FieldValue FieldValue::null() { return FieldValue(std::string_view("null")); }
 
+FieldValue FieldValue::rendered(std::string text) {
+  FieldValue f;
+  f.text_ = std::move(text);
+  f.omitted_ = false;
+  return f;
+}
+
 FieldValue FieldValue::of_json(const json::Value& v) {
   if (v.IsString()) return FieldValue(std::string_view(v.GetString(), v.GetStringLength()));
   if (v.IsNull()) return null();
@@ -129,6 +136,15 @@ std::string_view cause_type(FieldErrorType t) {
     case FieldErrorType::Internal: return "InternalError";
   }
   return "FieldValueInvalid";
+}
+
+std::optional<FieldErrorType> field_error_type_of_cause(std::string_view cause) {
+  for (auto t : {FieldErrorType::NotFound, FieldErrorType::Required, FieldErrorType::Duplicate, FieldErrorType::Invalid,
+                 FieldErrorType::NotSupported, FieldErrorType::Forbidden, FieldErrorType::TooLong, FieldErrorType::TooMany,
+                 FieldErrorType::Internal}) {
+    if (cause_type(t) == cause) return t;
+  }
+  return std::nullopt;
 }
 
 FieldError FieldError::not_found(const FieldPath& p, FieldValue v) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,8 @@ class FieldValue {
   FieldValue(double d);                                                   // NOLINT
   static FieldValue of_json(const json::Value& v);
   static FieldValue null();
+  // A value already printed (text()), as it arrives from a framework module loaded at run time.
+  static FieldValue rendered(std::string text);
 
   bool omitted() const { return omitted_; }
   const std::string& text() const { return text_; }  // already rendered
@@ -61,6 +64,8 @@ enum class FieldErrorType { NotFound, Required, Duplicate, Invalid, NotSupported
 std::string_view to_string(FieldErrorType t);
 // The metav1.CauseType: "FieldValueInvalid", "FieldValueRequired", ..., "InternalError".
 std::string_view cause_type(FieldErrorType t);
+// The type whose cause_type() is `cause`; nullopt for any other text.
+std::optional<FieldErrorType> field_error_type_of_cause(std::string_view cause);
 
 struct FieldError {
   FieldErrorType type = FieldErrorType::Invalid;

@@ -34,13 +34,14 @@ Result<api::Labels> child_labels(const framework::FrameworkDescriptor& descripto
   return labels;
 }
 
-ChildReaction react(const ChildEvent& e, const framework::FrameworkDescriptor& d, bool job_cached) {
+ChildReaction react(const ChildEvent& e, const framework::FrameworkDescriptor& d, bool reconciles_on_any_child,
+                    bool job_cached) {
   ChildReaction r;
   if (e.change != ChildEvent::Change::Updated) {
     const bool labelled =
         json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(d.replica_type_label)).has_value();
     r.observed = labelled && !e.grandchild && (e.kind == ChildKind::Pod || e.kind == ChildKind::Service);
-    r.reconcile = labelled || d.reconciles_on_any_child;
+    r.reconcile = labelled || reconciles_on_any_child;
     return r;
   }
   if (!e.previous || api::resource_version_of(*e.previous) == api::resource_version_of(e.object) || !job_cached) return r;

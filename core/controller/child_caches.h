@@ -54,7 +54,7 @@ struct ChildEvent {
 // How a job controller answers one change to a child, after the reference operators'
 // predicates. A create or delete makes training-operator reconcile only when the child carries
 // the replica-type label (which also names the expectation it fulfils); mpi-operator reconciles
-// on every one (descriptor.reconciles_on_any_child). An update makes both reconcile when the
+// on every one (PipelineDepartures::reconciles_on_any_child). An update makes both reconcile when the
 // resourceVersion changed and the job is cached under the owner reference's name and uid
 // (`job_cached`). A pod that changed phase, or an owned object whose status changed (an MPI
 // launcher Job that finished), changes the job's status: that pass goes first.
@@ -63,7 +63,8 @@ struct ChildReaction {
   bool status_first = false;
   bool observed = false;  // a create or delete the pods / services expectations count
 };
-ChildReaction react(const ChildEvent& event, const framework::FrameworkDescriptor& descriptor, bool job_cached);
+ChildReaction react(const ChildEvent& event, const framework::FrameworkDescriptor& descriptor, bool reconciles_on_any_child,
+                    bool job_cached);
 
 class ChildEventSink {
  public:

@@ -12,13 +12,15 @@
 namespace unitrain::controller {
 
 ChildWrites::ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-                         const framework::FrameworkPlugin& plugin, const json::Value& job, PassLog& log)
+                         const framework::FrameworkPlugin& plugin, bool delete_services_with_pods,
+                         const json::Value& job, PassLog& log)
     : client_(client),
       expectations_(expectations),
       events_(events),
       pool_(pool),
       plugin_(plugin),
       descriptor_(plugin.descriptor()),
+      delete_services_with_pods_(delete_services_with_pods),
       log_(log),
       job_(job),
       ns_(api::namespace_of(job)),
@@ -103,7 +105,7 @@ std::optional<kube::ApiError> ChildWrites::delete_pods(const std::vector<const j
       return e;
     }
     child_event(ChildEvent::Deleted, {"Pod", pod_name});
-    if (!descriptor_.delete_services_with_pods || service_deleted(pod_name)) return std::nullopt;
+    if (!delete_services_with_pods_ || service_deleted(pod_name)) return std::nullopt;
     auto service = std::find_if(services.begin(), services.end(), [&](const json::Value* s) { return api::name_of(*s) == pod_name; });
     if (service == services.end()) return std::nullopt;
     if (auto e = delete_object(kServices, pod_name, services_key(*pod))) {

@@ -25,7 +25,8 @@ namespace unitrain::controller {
 class ChildWrites {
  public:
   ChildWrites(kube::Client& client, Expectations& expectations, EventSink& events, WritePool* pool,
-              const framework::FrameworkPlugin& plugin, const json::Value& job, PassLog& log);
+              const framework::FrameworkPlugin& plugin, bool delete_services_with_pods, const json::Value& job,
+              PassLog& log);
 
   // A Kubernetes event on the job.
   void event(std::string_view type, std::string_view reason, std::string message) const;
@@ -60,6 +61,7 @@ class ChildWrites {
   WritePool* pool_;
   const framework::FrameworkPlugin& plugin_;
   const framework::FrameworkDescriptor& descriptor_;
+  bool delete_services_with_pods_;
   PassLog& log_;
   const json::Value& job_;
   std::string ns_, name_;

@@ -30,6 +30,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
       clock_(clock),
       events_(events),
       plugin_(std::move(plugin)),
+      behaviour_(framework::pipeline_behaviour(*plugin_)),
       options_(std::move(options)),
       expectations_(clock),
       queue_(clock, nullptr, options_.settle),
@@ -45,7 +46,7 @@ JobController::JobController(kube::Client& client, kube::Clock& clock, EventSink
 void JobController::init(SharedCaches& caches) {
   children_ = caches.attach(descriptor(), *this);
   // A framework that writes its pods in index order gets no pool: one write at a time.
-  if (options_.max_parallel_writes > 1 && !descriptor().ordered_pod_writes)
+  if (options_.max_parallel_writes > 1 && !behaviour_.ordered_pod_writes)
     write_pool_ = std::make_unique<WritePool>(options_.max_parallel_writes);
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
@@ -64,7 +65,7 @@ JobController::~JobController() { stop(); }
 
 void JobController::child_event(const ChildEvent& e) {
   const bool is_update = e.change == ChildEvent::Change::Updated;
-  const ChildReaction r = react(e, descriptor(), is_update && job_cached(e));
+  const ChildReaction r = react(e, descriptor(), behaviour_.reconciles_on_any_child, is_update && job_cached(e));
   if (r.observed) observe_child(e);
   if (!r.reconcile) return;
   const std::string key = std::string(api::namespace_of(e.object)) + "/" + e.job.name;
@@ -165,6 +166,7 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .children = *children_,
         .gang = options_.gang.get(),
         .owns_unset_managed_by = options_.owns_unset_managed_by.value_or(descriptor().owns_unset_managed_by),
+        .behaviour = behaviour_,
         .pin_owner = options_.pin_owner,
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },

@@ -140,6 +140,7 @@ class JobController final : public ChildEventSink {
   kube::Clock& clock_;
   EventSink& events_;
   std::unique_ptr<framework::FrameworkPlugin> plugin_;
+  framework::PipelineBehaviour behaviour_;
   JobControllerOptions options_;
   Expectations expectations_;
   kube::WorkQueue queue_;

@@ -123,7 +123,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gan
     log_.note("updated podgroups", name_);
   }
   const bool admitted =
-      !descriptor_.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
+      !deps_.behaviour.gang_holds_pod_creation || backend->admits_pod_creation(existing ? &existing->root() : nullptr);
   return admitted ? GangAdmission::Admitted : GangAdmission::Held;
 }
 
@@ -261,7 +261,7 @@ std::optional<ApiError> ReconcilePass::prune_undesired() {
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.
-  if (descriptor_.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
+  if (deps_.behaviour.delete_services_with_pods && std::find(pruned.begin(), pruned.end(), kServices) == pruned.end())
     pruned.push_back(kServices);
   for (const auto& resource : pruned) {
     const std::string group_resource = resource.group_resource();

@@ -43,7 +43,7 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
       now_(now),
       log_(log),
       writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool,
-              dependencies.plugin, cached_->root(), log) {}
+              dependencies.plugin, dependencies.behaviour.delete_services_with_pods, cached_->root(), log) {}
 
 ReconcileResult ReconcilePass::run() {
   auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
@@ -87,7 +87,7 @@ ReconcileResult ReconcilePass::run() {
   const json::Value& job_on_server = *restarts ? (*restarts)->root() : cached();
 
   RunLimitsVerdict limits;
-  if (descriptor_.enforces_run_limits) {
+  if (deps_.behaviour.enforces_run_limits) {
     const int64_t recreated = RecreatedPods::of(job_on_server).count;
     limits = check_run_limits(run_policy(), backoff_restarts(descriptor_, job_.root(), observed_.pods, recreated),
                               draft_.status().start_time, now_);
@@ -100,7 +100,7 @@ ReconcileResult ReconcilePass::run() {
   // A framework whose PodGroup never holds pod creation (mpi-operator) creates its own objects
   // first and the PodGroup after them, as its reference does; otherwise nothing is created
   // until the gang admits the job.
-  if (!descriptor_.gang_holds_pod_creation)
+  if (!deps_.behaviour.gang_holds_pod_creation)
     if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   auto admission = sync_pod_group();
   if (!admission) return failed_with(admission.error());
@@ -110,7 +110,7 @@ ReconcileResult ReconcilePass::run() {
     if (auto e = write_status(job_on_server)) return failed_with(*e);
     return {std::nullopt, limits.deadline_in};
   }
-  if (descriptor_.gang_holds_pod_creation)
+  if (deps_.behaviour.gang_holds_pod_creation)
     if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   if (auto e = sync_slot_pods(plan)) return failed_with(*e);
   if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return failed_with(*e);
@@ -228,7 +228,7 @@ ReconcileResult ReconcilePass::clean_up_finished() {
 
   const auto& status = draft_.status();
   const auto ttl = run_policy().ttl_seconds_after_finished;
-  if (!descriptor_.ttl_deletes_job || !ttl || !status.completion_time) return result;
+  if (!deps_.behaviour.ttl_deletes_job || !ttl || !status.completion_time) return result;
   const auto expiry = *status.completion_time + std::chrono::seconds(*ttl);
   if (now_ < expiry) {
     result.requeue_after = std::chrono::duration_cast<kube::Clock::Duration>(expiry - now_);
@@ -253,7 +253,7 @@ ReconcileResult ReconcilePass::suspend() {
   // Suspended is written first; pods, services and the PodGroup go after.
   auto& status = draft_.status();
   for (auto& [_, replica] : status.replica_statuses) replica.active = 0;
-  if (!descriptor_.status_while_suspended && status.is_running())
+  if (!deps_.behaviour.status_while_suspended && status.is_running())
     draft_.set_condition(api::condition_type::kRunning, words(CoreEvent::SuspendedNotRunning), now_, "False");
   if (!status.is_suspended()) {
     auto wording = words(CoreEvent::Suspended);
@@ -261,7 +261,7 @@ ReconcileResult ReconcilePass::suspend() {
     announce_when_written(wording);
   }
   // mpi-operator's status of a suspended job: Running=False after Suspended, both replica entries.
-  if (descriptor_.status_while_suspended)
+  if (deps_.behaviour.status_while_suspended)
     if (auto e = propose_status()) return {std::move(*e), std::nullopt};
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
   // The framework's objects are kept (in their usual order) before the pods go: a launcher is
@@ -384,7 +384,7 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
 }
 
 bool ReconcilePass::failed_by_run_limits() const {
-  if (!descriptor_.enforces_run_limits) return false;
+  if (!deps_.behaviour.enforces_run_limits) return false;
   const api::JobCondition* failed = draft_.status().condition(api::condition_type::kFailed);
   if (!failed || failed->status != "True") return false;
   for (auto why : {CoreEvent::BackoffLimitExceeded, CoreEvent::DeadlineExceeded}) {

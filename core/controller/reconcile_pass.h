@@ -49,6 +49,7 @@ struct PassDependencies {
   const ChildCaches& children;
   const gang::Backend* gang;  // null: no gang scheduling
   bool owns_unset_managed_by;
+  framework::PipelineBehaviour behaviour;  // the plugin's PipelineDepartures, resolved once
   bool pin_owner;             // JobControllerOptions::pin_owner
   WritePool* write_pool;      // null: writes one at a time
   std::function<void(const std::string& ns, uint64_t JobCounters::*counter)> count;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/framework/replica_status.h"
 #include "core/json/json.h"
 
 namespace unitrain::controller {
@@ -23,10 +24,7 @@ std::string pod_restart_policy(std::string_view replica_restart_policy);
 // and a policy this core does not know: no.
 bool retryable(std::string_view restart_policy, std::optional<int32_t> exit_code);
 
-// Exit code of the named container's terminated state (state, else lastState), if any.
-std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
-// Exit code of the named container's current terminated state only (not a restarted container's
-// earlier end): what ExitedWithCode announces.
-std::optional<int32_t> terminated_exit_code(const json::Value& pod, std::string_view container);
+using framework::container_exit_code;
+using framework::terminated_exit_code;
 
 }  // namespace unitrain::controller

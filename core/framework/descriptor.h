@@ -1,5 +1,7 @@
 // What a framework is, as plain data: the core reads these facts to watch, list, name and label
-// a framework's objects without knowing the framework.
+// a framework's objects without knowing the framework. Identity only: where a kind behaves
+// differently from the core's default pipeline, its plugin says so through an optional
+// capability (core/framework/plugin.h), not through a field here.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <vector>
 
 #include "core/framework/job_labels.h"
-#include "core/kube/client.h"
+#include "core/kube/resource.h"
 
 namespace unitrain::framework {
 
@@ -61,27 +63,6 @@ struct FrameworkDescriptor {
   // these labels on every object it creates for a job, so plain "key=value[,key=value]" only.
   // Empty: the module's kinds are watched unfiltered.
   std::string child_label_selector;
-  // Which creates and deletes of a job's children trigger a reconcile: mpi-operator reacts to
-  // every one; training-operator only to those carrying the replica-type label (a ConfigMap's or
-  // a PodGroup's trigger nothing). Updates trigger either way.
-  bool reconciles_on_any_child = false;
-
-  // Where the two reference operators behave differently, the module says which way it goes.
-  bool ttl_deletes_job = true;           // mpi-operator v2 hands the TTL to its launcher Job
-  bool gang_holds_pod_creation = true;   // training-operator waits for Volcano to admit the PodGroup
-  bool delete_services_with_pods = true; // training-operator deletes a same-named Service per pod
-  bool enforces_run_limits = true;       // mpi-operator v2 hands backoffLimit and the deadline to its launcher Job
-  // mpi-operator validates the defaulted job (SetDefaults, then ValidateMPIJob); training-operator's
-  // webhooks validate the raw object. The admission webhook follows the module's reference.
-  bool validates_defaulted = false;
-  // mpi-operator computes its status on suspended passes too (the hook proposes Running=False
-  // after the core's Suspended, and the replica counts); training-operator's suspend writes
-  // only Suspended and, for a running job, Running=False.
-  bool status_while_suspended = false;
-  // mpi-operator creates and deletes its workers one at a time in index order, so a watcher
-  // sees them in that order; training-operator's kinds are written in parallel.
-  bool ordered_pod_writes = false;
-
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }
 };

@@ -7,7 +7,8 @@
 // JSON fixtures and the core alone decides when to write.
 //
 // Optional behaviour is discovered through `capabilities()` (plain pointers, no dynamic_cast),
-// the way Kueue's jobframework discovers optional interfaces of a GenericJob.
+// the way Kueue's jobframework discovers optional interfaces of a GenericJob. A module loaded at
+// run time reaches the same contract through the C ABI of core/framework/abi/unitrain_plugin.h.
 #pragma once
 
 #include <functional>
@@ -123,13 +124,6 @@ struct StatusProposal {
 
 // --- optional capabilities ---------------------------------------------------------------------
 
-// A launcher that must wait for its workers (MPI WaitForWorkersReady).
-class LauncherOrdering {
- public:
-  virtual ~LauncherOrdering() = default;
-  virtual bool launcher_may_start(const json::Value& job, const Observed& observed) const = 0;
-};
-
 // The PodGroup a framework asks for, where its reference operator's rules differ from
 // training-operator's (which the core applies without this capability).
 struct PodGroupPolicy {
@@ -151,16 +145,52 @@ class GangContribution {
                                            const std::function<int32_t(std::string_view)>& priority_of) const = 0;
 };
 
+// A kind that is deprecated: the warning goes back on every create, update and delete
+// admission, so the kind's validating webhook covers DELETE too.
 class DeprecationNotice {
  public:
   virtual ~DeprecationNotice() = default;
   virtual std::string warning() const = 0;
 };
 
+// Where a kind's reference operator runs jobs unlike training-operator's common job controller,
+// whose ways the core follows for a module without this capability. A module overrides only
+// the answers where it departs (mpi-operator v2 departs in all of them). Asked once, when the
+// controller and the webhooks are built; the answers are constants of the kind.
+class PipelineDepartures {
+ public:
+  virtual ~PipelineDepartures() = default;
+  // The core deletes a finished job once ttlSecondsAfterFinished has passed (mpi-operator v2
+  // hands the TTL to its launcher Job).
+  virtual bool ttl_deletes_job() const { return true; }
+  // The core fails the job on backoffLimit and activeDeadlineSeconds (mpi-operator v2 hands both
+  // to its launcher Job).
+  virtual bool enforces_run_limits() const { return true; }
+  // Pods wait until Volcano admits the PodGroup (mpi-operator creates them at once).
+  virtual bool gang_holds_pod_creation() const { return true; }
+  // Deleting a slot pod deletes the Service of the same name, and Services are pruned with
+  // desired_objects() (training-operator's per-replica Services; mpi-operator's one Service is not).
+  virtual bool delete_services_with_pods() const { return true; }
+  // The validating webhook checks the defaulted object (mpi-operator: SetDefaults, then
+  // ValidateMPIJob); training-operator's webhooks check the raw one.
+  virtual bool validates_defaulted() const { return false; }
+  // Every create and delete of a job's children triggers a reconcile (mpi-operator); otherwise
+  // only those of objects carrying the replica-type label do (a ConfigMap's or a PodGroup's
+  // trigger nothing). Updates trigger either way.
+  virtual bool reconciles_on_any_child() const { return false; }
+  // The status is computed on suspended passes too (mpi-operator: the hook proposes
+  // Running=False after the core's Suspended, and the replica counts); training-operator's
+  // suspend writes only Suspended and, for a running job, Running=False.
+  virtual bool status_while_suspended() const { return false; }
+  // Workers are created and deleted one at a time in index order, so a watcher sees them in
+  // that order (mpi-operator); training-operator's kinds are written in parallel.
+  virtual bool ordered_pod_writes() const { return false; }
+};
+
 struct Capabilities {
-  const LauncherOrdering* launcher_ordering = nullptr;
   const GangContribution* gang = nullptr;
   const DeprecationNotice* deprecation = nullptr;
+  const PipelineDepartures* departures = nullptr;
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the
@@ -272,8 +302,8 @@ class FrameworkPlugin {
 
   // Resources whose objects owned by the job the core deletes when desired_objects() stops
   // returning them (per resource, so it also covers "none of this kind wanted any more": the
-  // PyTorch HPA of a suspended job). Services are pruned as well when the descriptor's
-  // delete_services_with_pods is set (per-replica services follow scale-down and suspension).
+  // PyTorch HPA of a suspended job). Services are pruned as well unless PipelineDepartures says
+  // delete_services_with_pods is false (per-replica services follow scale-down and suspension).
   // Default: none.
   virtual std::vector<kube::GroupVersionResource> pruned_resources() const { return {}; }
 
@@ -293,6 +323,23 @@ class FrameworkPlugin {
   }
 };
 
-using PluginFactory = std::unique_ptr<FrameworkPlugin> (*)(const PluginConfig&);
+// The answers of a plugin's PipelineDepartures, or training-operator's when it has none: what
+// the core reads.
+struct PipelineBehaviour {
+  bool ttl_deletes_job = true;
+  bool enforces_run_limits = true;
+  bool gang_holds_pod_creation = true;
+  bool delete_services_with_pods = true;
+  bool validates_defaulted = false;
+  bool reconciles_on_any_child = false;
+  bool status_while_suspended = false;
+  bool ordered_pod_writes = false;
+};
+PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin);
+
+// Builds a plugin with the configuration the operator's flags give; the error says why it
+// cannot (a module loaded at run time refusing its options). A function object: such a module
+// stays loaded through the factory and the plugins it makes.
+using PluginFactory = std::function<Result<std::unique_ptr<FrameworkPlugin>>(const PluginConfig&)>;
 
 }  // namespace unitrain::framework

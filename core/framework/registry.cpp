@@ -33,25 +33,33 @@ std::vector<std::string> own_spellings(const FrameworkDescriptor& d) {
 
 Status Registry::add(Registration registration) {
   const auto& d = registration.descriptor;
+  const std::string& origin = registration.origin;
   if (d.name.empty() || d.kind.empty() || d.group.empty() || d.version.empty() || d.plural.empty())
-    return fail(fmt::format("framework registration \"{}\": name, group, version, kind and plural are required", d.name));
-  if (!registration.factory) return fail(fmt::format("framework \"{}\": no plugin factory", d.name));
+    return fail(fmt::format("framework registration \"{}\" ({}): name, group, version, kind and plural are required",
+                            d.name, origin));
+  if (!registration.factory) return fail(fmt::format("framework \"{}\" ({}): no plugin factory", d.name, origin));
   for (const auto& spelling : own_spellings(d)) {
-    if (spelling == "*" || spelling.starts_with("-"))
-      return fail(fmt::format("framework \"{}\": \"{}\" cannot be a name", d.name, spelling));
+    if (spelling.empty() || spelling == "*" || spelling.starts_with("-"))
+      return fail(fmt::format("framework \"{}\" ({}): \"{}\" cannot be a name", d.name, origin, spelling));
     for (const auto& other : registrations_) {
       const auto taken = own_spellings(other.descriptor);
       if (std::find(taken.begin(), taken.end(), spelling) != taken.end() ||
           (spelling == lower(other.descriptor.kind) && d.kind != other.descriptor.kind))
-        return fail(fmt::format("framework \"{}\": name \"{}\" is already taken by \"{}\"", d.name, spelling,
-                                other.descriptor.name));
+        return fail(fmt::format("framework \"{}\" ({}): name \"{}\" is already taken by \"{}\" ({})", d.name, origin,
+                                spelling, other.descriptor.name, other.origin));
     }
   }
   for (const auto& other : registrations_) {
     const auto& o = other.descriptor;
     if (lower(o.group) == lower(d.group) && lower(o.kind) == lower(d.kind) && o.version == d.version)
-      return fail(fmt::format("framework \"{}\": {}/{} {} is already served by \"{}\"", d.name, d.group, d.version,
-                              d.kind, o.name));
+      return fail(fmt::format("framework \"{}\" ({}): {}/{} {} is already served by \"{}\" ({})", d.name, origin,
+                              d.group, d.version, d.kind, o.name, other.origin));
+  }
+  for (const auto& other : registrations_) {
+    const auto& o = other.descriptor;
+    if (lower(o.group) == lower(d.group) && o.plural == d.plural && o.kind != d.kind)
+      return fail(fmt::format("framework \"{}\" ({}): resource {}.{} is already the kind {} of \"{}\" ({})", d.name, origin,
+                              d.plural, d.group, o.kind, o.name, other.origin));
   }
   registrations_.push_back(std::move(registration));
   return {};
@@ -148,8 +156,9 @@ Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view 
   if (!r) return fail(r.error().message);
   for (const auto& option : (*r)->options) config.options.try_emplace(option.name, option.default_value);
   auto plugin = (*r)->factory(config);
-  if (!plugin) return fail(fmt::format("framework \"{}\": its factory returned no plugin", (*r)->descriptor.name));
-  return plugin;
+  if (!plugin) return fail(fmt::format("framework \"{}\" ({}): {}", (*r)->descriptor.name, (*r)->origin, plugin.error().message));
+  if (!*plugin) return fail(fmt::format("framework \"{}\" ({}): its factory returned no plugin", (*r)->descriptor.name, (*r)->origin));
+  return std::move(*plugin);
 }
 
 Status Registry::add_conversion(ConversionRegistration registration) {
@@ -182,6 +191,16 @@ bool Registry::owns_unset_managed_by(std::string_view name, const std::vector<st
   if (auto it = options.default_version.find(lower(d.kind)); it != options.default_version.end())
     return it->second == d.version;
   return d.kind_alias_default;
+}
+
+Result<Registration> module_registration(RegisterFunction register_module, const std::vector<std::string_view>& crds) {
+  Registry registry;
+  if (auto s = register_module(registry); !s) return fail(fmt::format("registering the framework failed: {}", s.error().message));
+  if (registry.all().size() != 1)
+    return fail(fmt::format("a module serves exactly one framework; its register function added {}", registry.all().size()));
+  Registration r = registry.all().front();
+  for (auto crd : crds) r.crds.emplace_back(crd);
+  return r;
 }
 
 bool Registry::kind_shared(std::string_view name) const {

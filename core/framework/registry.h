@@ -15,24 +15,59 @@
 
 namespace unitrain::framework {
 
-struct Registration {
-  FrameworkDescriptor descriptor;
-  PluginFactory factory = nullptr;
-  std::vector<OptionSpec> options;
+// One rule of the operator's ClusterRole (and namespaced Role) that a module needs beyond what
+// the core asks for itself (its job kind, pods, Services, events, Leases, PodGroups,
+// PriorityClasses): the objects it owns and anything its children are granted in turn.
+struct Permission {
+  std::vector<std::string> api_groups;  // {""} for the core group
+  std::vector<std::string> resources;   // "configmaps", "pods/exec"
+  std::vector<std::string> verbs;       // only those the module's requests use
+  std::string why;                      // one line, printed above the rule in generated manifests
 };
 
-// The Registration of a module whose plugin is `Plugin(descriptor, config)` over the descriptor
-// `MakeDescriptor` builds: what most modules' register_<name>() returns.
-template <class Plugin, FrameworkDescriptor (*MakeDescriptor)()>
-Registration registration_of(std::vector<OptionSpec> options = {}) {
+// The admission webhooks a module's kind needs. Its defaulting webhook is the core's business
+// (registered where several modules serve one kind, or when defaults are persisted).
+struct WebhookNeeds {
+  // Operations the validating webhook covers (DELETE too for a deprecated kind's warning);
+  // empty: none is registered.
+  std::vector<std::string> validate = {"CREATE", "UPDATE"};
+};
+
+struct Registration {
+  FrameworkDescriptor descriptor;
+  PluginFactory factory;
+  std::vector<OptionSpec> options;
+  // CustomResourceDefinition YAML texts, the kind's own CRD (serving descriptor.version) first.
+  // `--embedded-cluster` installs them and `training-operator manifests` prints them.
+  std::vector<std::string> crds;
+  std::vector<Permission> permissions;
+  WebhookNeeds webhooks;
+  // Where the module comes from, for messages: "built in" or the shared library it was loaded from.
+  std::string origin = "built in";
+};
+
+// The Registration of a module whose plugin is `Plugin(descriptor, config)`: what most modules'
+// register_<name>() returns.
+template <class Plugin>
+Registration registration_of(FrameworkDescriptor descriptor, std::vector<OptionSpec> options = {}) {
   Registration r;
-  r.descriptor = MakeDescriptor();
-  r.factory = [](const PluginConfig& config) -> std::unique_ptr<FrameworkPlugin> {
-    return std::make_unique<Plugin>(MakeDescriptor(), config);
+  r.descriptor = descriptor;
+  r.factory = [descriptor = std::move(descriptor)](const PluginConfig& config) -> Result<std::unique_ptr<FrameworkPlugin>> {
+    return std::unique_ptr<FrameworkPlugin>(std::make_unique<Plugin>(descriptor, config));
   };
   r.options = std::move(options);
   return r;
 }
+
+// A module's register function (`register_pytorch`): adds its one framework to a registry.
+class Registry;
+using RegisterFunction = Status (*)(Registry&);
+
+// The registration `register_module` adds to a registry of its own, with `crds` (CRD YAML texts,
+// the module's own CRD first) appended: how a module's generated code (the built-in list and a
+// shared module's entry point, frameworks/CMakeLists.txt) turns its register function into a
+// framework. Fails when registering fails or adds other than exactly one framework.
+Result<Registration> module_registration(RegisterFunction register_module, const std::vector<std::string_view>& crds);
 
 // Converts one object of a kind several API versions serve (a CRD with conversion strategy
 // Webhook) to `to_api_version` ("group/version"). Pure; the error says why it cannot.
@@ -45,6 +80,9 @@ struct ConversionRegistration {
   std::string kind;                   // the kind in every version
   std::string plural;                 // the CRD is "<plural>.<group>"
   std::vector<std::string> versions;  // the versions `convert` handles
+  // The version stored when the CRD serves several ("v2beta1"); whichever modules are enabled,
+  // it stays the same, so objects written before read back.
+  std::string storage_version;
   ConvertFunction convert = nullptr;
 };
 

@@ -45,6 +45,28 @@ std::map<int32_t, std::vector<const Value*>> pods_by_index(const FrameworkDescri
 
 }  // namespace
 
+namespace {
+std::optional<int32_t> exit_code_of(const Value& pod, std::string_view container, bool last_state_too) {
+  const Value* statuses = json::find(pod, "/status/containerStatuses");
+  if (!statuses || !statuses->IsArray()) return std::nullopt;
+  for (const auto& s : statuses->GetArray()) {
+    if (json::get_string(s, "/name") != container) continue;
+    if (auto code = json::get_int(s, "/state/terminated/exitCode")) return static_cast<int32_t>(*code);
+    if (!last_state_too) continue;
+    if (auto code = json::get_int(s, "/lastState/terminated/exitCode")) return static_cast<int32_t>(*code);
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<int32_t> container_exit_code(const Value& pod, std::string_view container) {
+  return exit_code_of(pod, container, true);
+}
+
+std::optional<int32_t> terminated_exit_code(const Value& pod, std::string_view container) {
+  return exit_code_of(pod, container, false);
+}
+
 StatusProposal::ReplicaCounts count_replicas(const FrameworkDescriptor& d, const std::string& rt, const Observed& observed) {
   StatusProposal::ReplicaCounts counts;
   for (const auto& [idx, pods] : pods_by_index(d, rt, observed)) {

@@ -3,7 +3,9 @@
 // when it counts as complete, what a failed replica means and the wording.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +14,12 @@
 #include "core/json/json.h"
 
 namespace unitrain::framework {
+
+// Exit code of the named container's terminated state (state, else lastState), if any.
+std::optional<int32_t> container_exit_code(const json::Value& pod, std::string_view container);
+// Exit code of the named container's current terminated state only (not a restarted container's
+// earlier end): what ExitedWithCode announces.
+std::optional<int32_t> terminated_exit_code(const json::Value& pod, std::string_view container);
 
 // Active/succeeded/failed pods of one type, one pod per index: an index with several pods (a
 // re-creation racing the cache) counts none of them until one is left. A Running pod being

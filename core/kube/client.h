@@ -15,17 +15,9 @@
 #include "core/base/result.h"
 #include "core/json/field_mask.h"
 #include "core/json/json.h"
+#include "core/kube/resource.h"
 
 namespace unitrain::kube {
-
-struct GroupVersionResource {
-  std::string group;     // "" for core
-  std::string version;   // "v1"
-  std::string resource;  // plural, lower case: "pods"
-  friend bool operator==(const GroupVersionResource&, const GroupVersionResource&) = default;
-  // "pods", "jobs.batch", "pytorchjobs.kubeflow.org"
-  std::string group_resource() const { return group.empty() ? resource : resource + "." + group; }
-};
 
 // A decoded API failure. `reason` follows metav1.StatusReason; transport failures (no HTTP
 // response at all) use Reason::Transport, undecodable bodies Reason::BadResponse.

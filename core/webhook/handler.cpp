@@ -91,13 +91,15 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
     const bool shared = shares_kind(d);
     const std::string id = shared ? lower(d.kind) + "-" + d.version : lower(d.kind);
     const std::string suffix = fmt::format("{}-{}-{}", dashed(d.group), d.version, lower(d.kind));
+    const framework::Registration* reg = registry_.find(d.name);
+    const framework::WebhookNeeds needs = reg != nullptr ? reg->webhooks : framework::WebhookNeeds{};
     Endpoint validating{WebhookType::Validating, "/validate-" + suffix,
-                        fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(),
-                        {"CREATE", "UPDATE"}};
-    if (p->capabilities().deprecation != nullptr) validating.operations.push_back("DELETE");
+                        fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(), needs.validate,
+                        !needs.validate.empty()};
+    if (validating.operations.empty()) validating.operations = {"CREATE", "UPDATE"};
     Endpoint mutating{WebhookType::Mutating, "/mutate-" + suffix,
                       fmt::format("defaulter.{}.training-operator.kubeflow.org", id), d.resource(),
-                      {"CREATE", "UPDATE"}};
+                      {"CREATE", "UPDATE"}, shared || options_.persist_defaults};
     endpoints_.push_back(std::move(validating));
     endpoints_.push_back(std::move(mutating));
     // Where several modules serve one kind, the version a user wrote says which module owns it.
@@ -105,7 +107,10 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
     fills.push_back(fill);
     fills.push_back(fill);
   }
-  for (size_t i = 0; i < endpoints_.size(); ++i) routes_.push_back(Route{&endpoints_[i], plugins_[i / 2], fills[i]});
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    const auto* plugin = plugins_[i / 2];
+    routes_.push_back(Route{&endpoints_[i], plugin, fills[i]});
+  }
 }
 
 std::vector<std::string> Handler::conversion_crds() const {
@@ -210,7 +215,7 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
         }
       }
     }
-    if (judge->descriptor().validates_defaulted) {
+    if (framework::pipeline_behaviour(*judge).validates_defaulted) {
       json::Document defaulted = json::Document::copy_of(*judged);
       judge->set_defaults(defaulted);
       std::optional<json::Document> old_defaulted;
@@ -361,6 +366,14 @@ Reply Handler::convert(std::string_view body) const {
 }
 
 json::Document Handler::configuration_for(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, false);
+}
+
+json::Document Handler::manifest_configuration(WebhookType type, const json::Value& client_config) const {
+  return configuration_of(type, client_config, true);
+}
+
+json::Document Handler::configuration_of(WebhookType type, const json::Value& client_config, bool every_served) const {
   json::Document doc = json::Document::object();
   auto& a = doc.alloc();
   const bool validating = type == WebhookType::Validating;
@@ -371,7 +384,7 @@ json::Document Handler::configuration_for(WebhookType type, const json::Value& c
   doc.root().AddMember("metadata", meta, a);
   Value hooks(rapidjson::kArrayType);
   for (const auto& e : endpoints_) {
-    if (e.type != type) continue;
+    if (e.type != type || !(e.registered || every_served)) continue;
     Value hook(rapidjson::kObjectType);
     hook.AddMember("name", str(e.name, a), a);
     Value cc(client_config, a);

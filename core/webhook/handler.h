@@ -31,6 +31,10 @@ struct Endpoint {
   std::string name;  // "validator.pytorchjob.training-operator.kubeflow.org"
   kube::GroupVersionResource resource;
   std::vector<std::string> operations;  // CREATE, UPDATE (and DELETE for a deprecated kind's warning)
+  // Whether the configurations register it with the API server. Every endpoint is served; a
+  // defaulting webhook is registered only where it changes something: a kind several enabled
+  // modules serve (managedBy is filled in from the version written) or persisted defaults.
+  bool registered = true;
 };
 
 inline constexpr std::string_view kConvertPath = "/convert";
@@ -71,6 +75,9 @@ class Handler {
   json::Document validating_configuration(const json::Value& client_config) const;
   json::Document mutating_configuration(const json::Value& client_config) const;
   json::Document configuration_for(WebhookType type, const json::Value& client_config) const;
+  // The configuration an install manifest carries: every served hook of `type`, those the operator
+  // could do without too (it keeps the hooks it serves and adds the missing ones it needs).
+  json::Document manifest_configuration(WebhookType type, const json::Value& client_config) const;
   // Whether the hook `name` (an endpoint's) must be registered for the operator to work: every
   // validating hook; a defaulting hook only where it fills managedBy (a kind several modules
   // serve) or --webhook-persist-defaults writes defaults.
@@ -83,6 +90,7 @@ class Handler {
     std::string fill_managed_by;  // set on create when unset ("" when the kind has one module)
   };
   Reply admit(const Route& route, std::string_view body) const;
+  json::Document configuration_of(WebhookType type, const json::Value& client_config, bool every_served) const;
   // Where several modules serve a kind, a job is checked and defaulted by the module that owns
   // it (its managedBy, else the owner annotation), whichever version it was written in: a job
   // of the v1 module edited through v2beta1 is converted to v1 and judged by the v1 module.

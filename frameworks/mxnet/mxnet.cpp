@@ -13,11 +13,10 @@
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/framework/replica_defaults.h"
-#include "core/framework/replica_services.h"
 #include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/mxnet/register.h"
@@ -27,7 +26,6 @@ namespace {
 
 using api::FieldError;
 using api::FieldPath;
-using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
@@ -46,7 +44,15 @@ constexpr std::string_view kWorker = "Worker";
 constexpr std::string_view kPortName = "mxjob-port";
 constexpr std::string_view kTunerServerKey = "tuner-server-key";
 
-const std::vector<std::string> kReplicaTypes = {"Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"};
+const framework::KubeflowV1Kind kMXNet{
+    .kind = std::string(kKind),
+    .replica_specs_field = "mxReplicaSpecs",
+    .replica_types = {"Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"},
+    .container = "mxnet",
+    .port_name = std::string(kPortName),
+    .port = 9091,
+    .restart_policy = "Never",
+    .framework = "mxnet"};
 // Upstream re-cases only the training types; Tuner* keys are left as written.
 const std::vector<std::string> kRecased = {"Scheduler", "Server", "Worker"};
 
@@ -60,11 +66,10 @@ class Deprecation final : public framework::DeprecationNotice {
   std::string warning() const override { return kDeprecationWarning; }
 };
 
-class MXPlugin final : public framework::FrameworkPlugin {
+class MXPlugin final : public framework::KubeflowV1Plugin {
  public:
-  MXPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
+  using KubeflowV1Plugin::KubeflowV1Plugin;
 
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {.deprecation = &deprecation_}; }
 
   void set_defaults(Document& job) const override {
@@ -81,8 +86,6 @@ class MXPlugin final : public framework::FrameworkPlugin {
     framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
-
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
@@ -130,10 +133,6 @@ class MXPlugin final : public framework::FrameworkPlugin {
     };
     if (slot.replica_type == kWorker) env.push_back({"DMLC_WORKER_ID", std::to_string(slot.index), ""});
     return framework::decorate_replica_pod(d_, pod, slot.replica_type == kServer, env);
-  }
-
-  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::replica_services(d_, job);
   }
 
   // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
@@ -205,18 +204,16 @@ class MXPlugin final : public framework::FrameworkPlugin {
     }
   }
 
-  framework::FrameworkDescriptor d_;
   Deprecation deprecation_;
 };
-
-framework::FrameworkDescriptor make_descriptor() {
-  return framework::kubeflow_v1_descriptor(kKind, "mxReplicaSpecs", kReplicaTypes, "mxnet", kPortName, 9091, "mxnet");
-}
 
 }  // namespace
 
 Status register_mxnet(framework::Registry& registry) {
-  return registry.add(framework::registration_of<MXPlugin, &make_descriptor>());
+  auto r = framework::kubeflow_v1_registration<MXPlugin>(kMXNet);
+  // The deprecation warning goes back on delete too, as upstream's webhook does.
+  r.webhooks.validate = {"CREATE", "UPDATE", "DELETE"};
+  return registry.add(std::move(r));
 }
 
 }  // namespace unitrain::frameworks::mxnet

@@ -9,11 +9,10 @@
 #include "core/framework/ascii.h"
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/framework/replica_defaults.h"
-#include "core/framework/replica_services.h"
 #include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/paddle/register.h"
@@ -21,7 +20,6 @@
 namespace unitrain::frameworks::paddle {
 namespace {
 
-using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
@@ -37,16 +35,21 @@ constexpr std::string_view kWorker = "Worker";
 constexpr std::string_view kPortName = "master";
 constexpr int32_t kPort = 36543;
 
-const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+const framework::KubeflowV1Kind kPaddle{.kind = std::string(kKind),
+                                        .replica_specs_field = "paddleReplicaSpecs",
+                                        .replica_types = {"Master", "Worker"},
+                                        .container = "paddle",
+                                        .port_name = std::string(kPortName),
+                                        .port = kPort,
+                                        .restart_policy = "OnFailure",
+                                        .framework = "paddle"};
 
-class PaddlePlugin final : public framework::FrameworkPlugin {
+class PaddlePlugin final : public framework::KubeflowV1Plugin {
  public:
-  PaddlePlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
-
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+  using KubeflowV1Plugin::KubeflowV1Plugin;
 
   void set_defaults(Document& job) const override {
-    framework::set_replica_defaults(d_, job, "OnFailure", kReplicaTypes);
+    KubeflowV1Plugin::set_defaults(job);
     framework::set_elastic_replica_defaults(d_, job);
   }
 
@@ -58,8 +61,6 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
     framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
-
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
@@ -86,10 +87,6 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
     return framework::decorate_replica_pod(d_, pod, slot.replica_type == kMaster, env);
   }
 
-  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::replica_services(d_, job);
-  }
-
   // The TTL deletion of the job is recorded with the pod reasons, as upstream's DeleteJob does.
   framework::CoreWording child_event(framework::ChildEvent e, const Value& job,
                                      const framework::ChildSubject& subject) const override {
@@ -103,19 +100,12 @@ class PaddlePlugin final : public framework::FrameworkPlugin {
         framework::master_worker_status_rules(std::string(kKind), string_at(job, "/metadata/name"),
                                                       string_at(job, "/metadata/namespace"), master));
   }
-
- private:
-  framework::FrameworkDescriptor d_;
 };
-
-framework::FrameworkDescriptor make_descriptor() {
-  return framework::kubeflow_v1_descriptor(kKind, "paddleReplicaSpecs", kReplicaTypes, "paddle", kPortName, kPort, "paddle");
-}
 
 }  // namespace
 
 Status register_paddle(framework::Registry& registry) {
-  return registry.add(framework::registration_of<PaddlePlugin, &make_descriptor>());
+  return registry.add(framework::kubeflow_v1_registration<PaddlePlugin>(kPaddle));
 }
 
 }  // namespace unitrain::frameworks::paddle

@@ -20,11 +20,10 @@
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/framework/replica_defaults.h"
-#include "core/framework/replica_services.h"
 #include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/pytorch/register.h"
@@ -49,7 +48,16 @@ constexpr std::string_view kPortName = "pytorchjob-port";
 constexpr int32_t kPort = 23456;
 constexpr std::string_view kDefaultRestartPolicy = "OnFailure";
 
-const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+const kube::GroupVersionResource kHPAs{"autoscaling", "v2", "horizontalpodautoscalers"};
+const framework::KubeflowV1Kind kPyTorch{.kind = std::string(kKind),
+                                         .replica_specs_field = "pytorchReplicaSpecs",
+                                         .replica_types = {"Master", "Worker"},
+                                         .container = std::string(kContainer),
+                                         .port_name = std::string(kPortName),
+                                         .port = kPort,
+                                         .restart_policy = std::string(kDefaultRestartPolicy),
+                                         .framework = "pytorch",
+                                         .owned_resources = {kHPAs}};
 
 using framework::FrameworkDescriptor;
 using framework::json_members::member;
@@ -242,17 +250,14 @@ Result<std::vector<Document>> templated_init_containers(const InitTemplate& t, c
   return out;
 }
 
-class PyTorchPlugin final : public framework::FrameworkPlugin {
+class PyTorchPlugin final : public framework::KubeflowV1Plugin {
  public:
-  PyTorchPlugin(framework::FrameworkDescriptor d, framework::PluginConfig c)
-      : d_(std::move(d)),
-        config_(std::move(c)),
+  PyTorchPlugin(const framework::KubeflowV1Kind& kind, framework::PluginConfig config)
+      : KubeflowV1Plugin(kind, std::move(config)),
         init_template_(load_init_template(config_.option("pytorch-init-container-template-file"))) {}
 
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
-
   void set_defaults(Document& job) const override {
-    framework::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    KubeflowV1Plugin::set_defaults(job);
     framework::set_elastic_replica_defaults(d_, job);
     const Value* elastic = json::find(job.root(), "/spec/elasticPolicy");
     const bool elastic_nproc = elastic != nullptr && elastic->IsObject() && member(elastic, "nProcPerNode") != nullptr &&
@@ -303,8 +308,6 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
-
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     auto env = env_for(d_, job, slot);
     if (!env) return fail(env.error());
@@ -327,8 +330,8 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
     return {};
   }
 
-  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    auto services = framework::replica_services(d_, job);
+  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed& observed) const override {
+    auto services = KubeflowV1Plugin::desired_objects(job, observed);
     if (!services) return fail(services.error());
     std::vector<DesiredObject> out = std::move(*services);
     const std::string name = string_at(job, "/metadata/name");
@@ -357,7 +360,7 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
       spec.AddMember("metrics", Value(*metrics, a), a);
       root.AddMember("spec", spec, a);
       DesiredObject obj;
-      obj.resource = {"autoscaling", "v2", "horizontalpodautoscalers"};
+      obj.resource = kHPAs;
       obj.object = std::move(hpa);
       obj.update = DesiredObject::Update::WhenDiffers;
       obj.compared = {"/spec"};
@@ -386,32 +389,25 @@ class PyTorchPlugin final : public framework::FrameworkPlugin {
     return framework::replica_status_walk(d_, job, observed, rules);
   }
 
-  std::vector<kube::GroupVersionResource> pruned_resources() const override {
-    return {{"autoscaling", "v2", "horizontalpodautoscalers"}};
-  }
+  std::vector<kube::GroupVersionResource> pruned_resources() const override { return {kHPAs}; }
 
  private:
-  framework::FrameworkDescriptor d_;
-  framework::PluginConfig config_;
   InitTemplate init_template_;
 };
-
-framework::FrameworkDescriptor make_descriptor() {
-  auto d = framework::kubeflow_v1_descriptor(kKind, "pytorchReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "pytorch");
-  d.owned_resources = {{"autoscaling", "v2", "horizontalpodautoscalers"}};
-  return d;
-}
 
 }  // namespace
 
 Status register_pytorch(framework::Registry& registry) {
-  return registry.add(framework::registration_of<PyTorchPlugin, &make_descriptor>({
-      {"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
-      {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
-      {"pytorch-init-container-template-file", "/etc/config/initContainer.yaml",
-       "YAML list of init containers for workers, a Go template of {{.MasterAddr}}, {{.InitContainerImage}} and "
-       "{{.MaxTries}}, read once at start; when the file does not exist, init-pytorch as above"},
-  }));
+  auto r = framework::kubeflow_v1_registration<PyTorchPlugin>(
+      kPyTorch,
+      {{"pytorch-init-container-image", "alpine:3.10", "image of the init-pytorch container that waits for the master"},
+       {"pytorch-init-container-max-tries", "100", "nslookup attempts (2 s apart) before init-pytorch gives up"},
+       {"pytorch-init-container-template-file", "/etc/config/initContainer.yaml",
+        "YAML list of init containers for workers, a Go template of {{.MasterAddr}}, {{.InitContainerImage}} and "
+        "{{.MaxTries}}, read once at start; when the file does not exist, init-pytorch as above"}});
+  r.permissions = {{{"autoscaling"}, {"horizontalpodautoscalers"}, {"get", "list", "watch", "create", "update", "delete"},
+                    "Elastic PyTorchJobs with metrics get an HPA."}};
+  return registry.add(std::move(r));
 }
 
 }  // namespace unitrain::frameworks::pytorch

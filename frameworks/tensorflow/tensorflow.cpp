@@ -11,16 +11,13 @@
 
 #include "core/api/field_errors.h"
 #include "core/api/kubeflow.h"
-#include "core/controller/pod_builder.h"
 #include "core/framework/ascii.h"
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
-#include "core/framework/replica_defaults.h"
-#include "core/framework/replica_services.h"
 #include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/tensorflow/register.h"
@@ -30,7 +27,6 @@ namespace {
 
 using api::FieldError;
 using api::FieldPath;
-using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
@@ -50,8 +46,15 @@ constexpr std::string_view kPortName = "tfjob-port";
 constexpr int32_t kPort = 2222;
 constexpr std::string_view kDefaultRestartPolicy = "Never";
 
-// The order the status rules visit replica types in (upstream sorts them).
-const std::vector<std::string> kReplicaTypes = {"Chief", "Evaluator", "Master", "PS", "Worker"};
+// Replica types in the order the status rules visit them (upstream sorts them).
+const framework::KubeflowV1Kind kTensorFlow{.kind = std::string(kKind),
+                                            .replica_specs_field = "tfReplicaSpecs",
+                                            .replica_types = {"Chief", "Evaluator", "Master", "PS", "Worker"},
+                                            .container = std::string(kContainer),
+                                            .port_name = std::string(kPortName),
+                                            .port = kPort,
+                                            .restart_policy = std::string(kDefaultRestartPolicy),
+                                            .framework = "tensorflow"};
 
 bool has_chief_or_master(const framework::FrameworkDescriptor& d, const Value& job) {
   return framework::replica_spec(d, job, kChief) != nullptr ||
@@ -61,7 +64,7 @@ bool has_chief_or_master(const framework::FrameworkDescriptor& d, const Value& j
 // Σ replicas over the five known types; TF_CONFIG is only written when this is not 1.
 int32_t known_replicas(const framework::FrameworkDescriptor& d, const Value& job) {
   int32_t n = 0;
-  for (const std::string& rt : kReplicaTypes) {
+  for (const std::string& rt : d.replica_types) {
     if (const Value* spec = framework::replica_spec(d, job, rt)) n += replicas_of(spec);
   }
   return n;
@@ -138,14 +141,12 @@ bool is_master_role(const framework::FrameworkDescriptor& d, const Value& job, c
   return slot.replica_type == kWorker && slot.index == 0;
 }
 
-class TFPlugin final : public framework::FrameworkPlugin {
+class TFPlugin final : public framework::KubeflowV1Plugin {
  public:
-  TFPlugin(framework::FrameworkDescriptor d, framework::PluginConfig c) : d_(std::move(d)), config_(std::move(c)) {}
-
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+  using KubeflowV1Plugin::KubeflowV1Plugin;
 
   void set_defaults(Document& job) const override {
-    framework::set_replica_defaults(d_, job, kDefaultRestartPolicy, kReplicaTypes);
+    KubeflowV1Plugin::set_defaults(job);
     const Value* sp = json::find(job.root(), "/spec/successPolicy");
     if (sp == nullptr || sp->IsNull()) (void)json::set_string(job, "/spec/successPolicy", "");
   }
@@ -167,16 +168,10 @@ class TFPlugin final : public framework::FrameworkPlugin {
     return out;
   }
 
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
-
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     std::vector<framework::EnvVar> env;
     if (known_replicas(d_, job) != 1) env.push_back({"TF_CONFIG", tf_config(d_, job, slot, config_.cluster_domain)});
     return framework::decorate_replica_pod(d_, pod, is_master_role(d_, job, slot), env, kContainer);
-  }
-
-  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::replica_services(d_, job);
   }
 
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
@@ -192,7 +187,7 @@ class TFPlugin final : public framework::FrameworkPlugin {
     if (framework::replica_spec(d_, job, kWorker) != nullptr) {
       const Value* pod = framework::pod_at(d_, std::string(kWorker), 0, observed);
       worker0_completed = pod != nullptr && string_at(*pod, "/status/phase") == "Succeeded" &&
-                          controller::container_exit_code(*pod, kContainer) == 0;
+                          framework::container_exit_code(*pod, kContainer) == 0;
     }
     Rules rules;
     rules.lead = [&](const framework::ReplicaState& s) {
@@ -223,20 +218,12 @@ class TFPlugin final : public framework::FrameworkPlugin {
     };
     return framework::replica_status_walk(d_, job, observed, rules);
   }
-
- private:
-  framework::FrameworkDescriptor d_;
-  framework::PluginConfig config_;
 };
-
-framework::FrameworkDescriptor make_descriptor() {
-  return framework::kubeflow_v1_descriptor(kKind, "tfReplicaSpecs", kReplicaTypes, std::string(kContainer), kPortName, kPort, "tensorflow");
-}
 
 }  // namespace
 
 Status register_tensorflow(framework::Registry& registry) {
-  return registry.add(framework::registration_of<TFPlugin, &make_descriptor>());
+  return registry.add(framework::kubeflow_v1_registration<TFPlugin>(kTensorFlow));
 }
 
 }  // namespace unitrain::frameworks::tensorflow

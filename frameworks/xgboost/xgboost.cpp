@@ -10,11 +10,9 @@
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
-#include "core/framework/replica_defaults.h"
-#include "core/framework/replica_services.h"
 #include "core/framework/replica_status.h"
 #include "core/json/json.h"
 #include "frameworks/xgboost/register.h"
@@ -24,7 +22,6 @@ namespace {
 
 using api::FieldError;
 using api::FieldPath;
-using framework::DesiredObject;
 using framework::Observed;
 using framework::PodSlot;
 using framework::StatusProposal;
@@ -40,17 +37,18 @@ constexpr std::string_view kMaster = "Master";
 constexpr std::string_view kWorker = "Worker";
 constexpr std::string_view kPortName = "xgboostjob-port";
 
-const std::vector<std::string> kReplicaTypes = {"Master", "Worker"};
+const framework::KubeflowV1Kind kXGBoost{.kind = std::string(kKind),
+                                         .replica_specs_field = "xgbReplicaSpecs",
+                                         .replica_types = {"Master", "Worker"},
+                                         .container = "xgboost",
+                                         .port_name = std::string(kPortName),
+                                         .port = 9999,
+                                         .restart_policy = "Never",
+                                         .framework = "xgboost"};
 
-class XGBoostPlugin final : public framework::FrameworkPlugin {
+class XGBoostPlugin final : public framework::KubeflowV1Plugin {
  public:
-  XGBoostPlugin(framework::FrameworkDescriptor d, const framework::PluginConfig&) : d_(std::move(d)) {}
-
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
-
-  void set_defaults(Document& job) const override {
-    framework::set_replica_defaults(d_, job, "Never", kReplicaTypes);
-  }
+  using KubeflowV1Plugin::KubeflowV1Plugin;
 
   framework::Validation validate(const Value* old_job, const Value& job) const override {
     framework::Validation out;
@@ -73,8 +71,6 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
     framework::validate_common_spec(d_, job, out.errors);
     return out;
   }
-
-  std::vector<PodSlot> pod_slots(const Value& job) const override { return framework::pod_slots(d_, job); }
 
   Status decorate_pod(const Value& job, const PodSlot& slot, Document& pod) const override {
     const std::string name = string_at(job, "/metadata/name");
@@ -107,10 +103,6 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
     return framework::decorate_replica_pod(d_, pod, slot.replica_type == kMaster, env);
   }
 
-  Result<std::vector<DesiredObject>> desired_objects(const Value& job, const Observed&) const override {
-    return framework::replica_services(d_, job);
-  }
-
   StatusProposal compute_status(const Value& job, const Observed& observed) const override {
     using Rules = framework::ReplicaStatusRules;
     const std::string name = string_at(job, "/metadata/name");
@@ -124,19 +116,12 @@ class XGBoostPlugin final : public framework::FrameworkPlugin {
     rules.running_before_terminal = true;
     return framework::replica_status_walk(d_, job, observed, rules);
   }
-
- private:
-  framework::FrameworkDescriptor d_;
 };
-
-framework::FrameworkDescriptor make_descriptor() {
-  return framework::kubeflow_v1_descriptor(kKind, "xgbReplicaSpecs", kReplicaTypes, "xgboost", kPortName, 9999, "xgboost");
-}
 
 }  // namespace
 
 Status register_xgboost(framework::Registry& registry) {
-  return registry.add(framework::registration_of<XGBoostPlugin, &make_descriptor>());
+  return registry.add(framework::kubeflow_v1_registration<XGBoostPlugin>(kXGBoost));
 }
 
 }  // namespace unitrain::frameworks::xgboost

@@ -75,7 +75,7 @@ inline ValidationViews validation_views(const framework::FrameworkPlugin& plugin
   json::Document defaulted = job;
   plugin.set_defaults(defaulted);
   ValidationViews views;
-  views.admission = lines(plugin.validate(nullptr, plugin.descriptor().validates_defaulted ? defaulted.root() : job.root()));
+  views.admission = lines(plugin.validate(nullptr, framework::pipeline_behaviour(plugin).validates_defaulted ? defaulted.root() : job.root()));
   views.controller = lines(plugin.validate(nullptr, defaulted.root()));
   return views;
 }

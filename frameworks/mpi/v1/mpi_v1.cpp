@@ -17,7 +17,7 @@
 #include "core/framework/job_spec.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/json/json.h"
@@ -278,12 +278,9 @@ bool has_env(const Value& container, std::string_view name) {
 
 // ---- the plugin ------------------------------------------------------------------------------
 
-class MpiV1Plugin final : public framework::FrameworkPlugin {
+class MpiV1Plugin final : public framework::ModulePlugin {
  public:
-  MpiV1Plugin(framework::FrameworkDescriptor d, framework::PluginConfig config)
-      : d_(std::move(d)), config_(std::move(config)) {}
-
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
+  using ModulePlugin::ModulePlugin;
 
   // SetDefaults_MPIJob plus the reconciler's cleanPodPolicy merge: runPolicy's value wins, the
   // deprecated spec.cleanPodPolicy is used otherwise, None when neither is set; both fields end
@@ -571,10 +568,6 @@ class MpiV1Plugin final : public framework::FrameworkPlugin {
     return {"ErrResourceExists", fmt::format("Resource \"{}\" of MPIJobKind \"{}\" already exists and is not managed by MPIJob",
                                              object.name, object.kind)};
   }
-
- private:
-  framework::FrameworkDescriptor d_;
-  framework::PluginConfig config_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
@@ -595,9 +588,17 @@ framework::FrameworkDescriptor make_descriptor() {
 }  // namespace
 
 Status register_mpi_v1(framework::Registry& registry) {
-  return registry.add(framework::registration_of<MpiV1Plugin, &make_descriptor>(
-      {{kKubectlDeliveryImageOption, "kubeflow/kubectl-delivery:latest",
-        "image of the MPIJob v1 launcher's kubectl-delivery init container"}}));
+  auto r = framework::registration_of<MpiV1Plugin>(
+      make_descriptor(), {{kKubectlDeliveryImageOption, "kubeflow/kubectl-delivery:latest",
+                           "image of the MPIJob v1 launcher's kubectl-delivery init container"}});
+  r.permissions = {
+      {{""}, {"configmaps"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v1: the hostfile ConfigMap."},
+      {{""}, {"serviceaccounts"}, {"get", "list", "watch", "create"},
+       "MPIJob v1: each launcher gets a ServiceAccount, a Role and a RoleBinding that let it `kubectl exec` into its workers."},
+      {{""}, {"pods/exec"}, {"create"}, "MPIJob v1: granting pods/exec in a Role requires holding it (RBAC escalation rule)."},
+      {{"rbac.authorization.k8s.io"}, {"roles", "rolebindings"}, {"get", "list", "watch", "create", "update"},
+       "MPIJob v1: the launcher's Role and RoleBinding."}};
+  return registry.add(std::move(r));
 }
 
 }  // namespace unitrain::frameworks::mpi::v1

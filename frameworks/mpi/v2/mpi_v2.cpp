@@ -17,7 +17,7 @@
 #include "core/framework/job_labels.h"
 #include "core/framework/job_validation.h"
 #include "core/framework/json_members.h"
-#include "core/framework/plugin.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/pod_decoration.h"
 #include "core/framework/registry.h"
 #include "core/gang/gang.h"
@@ -54,15 +54,29 @@ using framework::json_members::put;
 using framework::volume_mount;
 using json::string_at;
 
-class MpiV2Plugin final : public framework::FrameworkPlugin,
-                          public framework::LauncherOrdering,
-                          public framework::GangContribution {
+class MpiV2Plugin final : public framework::ModulePlugin,
+                          public framework::GangContribution,
+                          public framework::PipelineDepartures {
  public:
   MpiV2Plugin(framework::FrameworkDescriptor d, framework::PluginConfig c)
-      : d_(std::move(d)), config_(std::move(c)), gang_(gang::make_backend(config_.gang_scheduler_name)) {}
+      : ModulePlugin(std::move(d), std::move(c)), gang_(gang::make_backend(config_.gang_scheduler_name)) {}
 
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
-  framework::Capabilities capabilities() const override { return {this, this, nullptr}; }
+  framework::Capabilities capabilities() const override { return {.gang = this, .departures = this}; }
+
+  // The launcher batch/v1 Job carries runPolicy's TTL, deadline and backoff limit; Volcano's
+  // PodGroup phase does not hold worker creation; workers have no per-pod Services; the webhook
+  // validates the defaulted job (mpi-operator's SetDefaults, then ValidateMPIJob).
+  bool ttl_deletes_job() const override { return false; }
+  bool enforces_run_limits() const override { return false; }
+  bool gang_holds_pod_creation() const override { return false; }
+  bool delete_services_with_pods() const override { return false; }
+  bool validates_defaulted() const override { return true; }
+  // mpi-operator reacts to every create and delete of the objects it owns (its Service,
+  // ConfigMap and Secret carry no replica-type label), computes the status of a suspended job
+  // too, and writes its workers one at a time in index order.
+  bool reconciles_on_any_child() const override { return true; }
+  bool status_while_suspended() const override { return true; }
+  bool ordered_pod_writes() const override { return true; }
 
   void set_defaults(Document& job) const override {
     auto& a = job.alloc();
@@ -473,10 +487,10 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
                                              object.name, object.kind)};
   }
 
-  // LauncherOrdering: AtStartup starts at once; WaitForWorkersReady (any other value, as
-  // upstream) waits until every worker index exists and is Ready. Unlike upstream, an empty
-  // worker list does not count as "all ready" unless there are no workers to wait for.
-  bool launcher_may_start(const Value& job, const Observed& observed) const override {
+  // AtStartup starts the launcher at once; WaitForWorkersReady (any other value, as upstream)
+  // waits until every worker index exists and is Ready. Unlike upstream, an empty worker list
+  // does not count as "all ready" unless there are no workers to wait for.
+  bool launcher_may_start(const Value& job, const Observed& observed) const {
     const JobView j = view(job);
     if (j.creation_policy == "AtStartup" || j.suspended) return true;
     std::set<std::string> ready;
@@ -495,8 +509,6 @@ class MpiV2Plugin final : public framework::FrameworkPlugin,
   }
 
  private:
-  framework::FrameworkDescriptor d_;
-  framework::PluginConfig config_;
   std::unique_ptr<const gang::Backend> gang_;  // null without --gang-scheduler-name
 };
 
@@ -516,22 +528,10 @@ framework::FrameworkDescriptor make_descriptor() {
   // Exit codes are the launcher Job's business and workers have no ports: no default container.
   d.controller_name = std::string(kOperator);
   d.child_label_selector = fmt::format("{}={}", job_labels::kOperatorName, kOperator);
-  // mpi-operator reacts to every create and delete of the objects it owns (its Service,
-  // ConfigMap and Secret carry no replica-type label).
-  d.reconciles_on_any_child = true;
   d.replica_type_label = std::string(job_labels::kJobRole);
   d.metrics_framework = "mpi";
   d.managed_by = {"kubeflow.org/mpi-operator"};
   d.owns_unset_managed_by = true;
-  // The launcher batch/v1 Job carries runPolicy's TTL, deadline and backoff limit; Volcano's
-  // PodGroup phase does not hold worker creation; workers have no per-pod Services.
-  d.ttl_deletes_job = false;
-  d.enforces_run_limits = false;
-  d.gang_holds_pod_creation = false;
-  d.delete_services_with_pods = false;
-  d.validates_defaulted = true;
-  d.status_while_suspended = true;
-  d.ordered_pod_writes = true;
   d.owned_resources = {{"", "v1", "services"}, {"", "v1", "configmaps"}, {"", "v1", "secrets"}, {"batch", "v1", "jobs"}};
   return d;
 }
@@ -539,7 +539,15 @@ framework::FrameworkDescriptor make_descriptor() {
 }  // namespace
 
 Status register_mpi_v2(framework::Registry& registry) {
-  return registry.add(framework::registration_of<MpiV2Plugin, &make_descriptor>());
+  auto r = framework::registration_of<MpiV2Plugin>(make_descriptor());
+  r.permissions = {
+      {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update", "delete"},
+       "MPIJob v2: the hostfile ConfigMap and the SSH key Secret."},
+      {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "MPIJob v2: the launcher batch/v1 Job."},
+      {{"batch"}, {"jobs/status"}, {"update"},
+       "MPIJob v2: before a suspended launcher that ran is resumed, its status.startTime is cleared (a started Job's "
+       "template is immutable)."}};
+  return registry.add(std::move(r));
 }
 
 }  // namespace unitrain::frameworks::mpi::v2

@@ -17,7 +17,8 @@ fail() { echo "FAIL: $*"; echo "--- operator stderr (tail)"; tail -30 "$work/std
 for _ in $(seq 150); do grep -q '^kubeconfig ' "$work/stdout" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 kc=$(sed -n 's/^kubeconfig //p' "$work/stdout")
 [[ -n $kc && -f $kc ]] || fail "no 'kubeconfig <path>' line on stdout"
-grep -q 'enabled frameworks: .*kubeflow.org/pytorchjob, .*kubeflow.org/mpijob@v1$' "$work/stderr" \
+enabled=$(grep 'enabled frameworks' "$work/stderr")
+[[ $enabled == *'kubeflow.org/pytorchjob'* && $enabled == *'kubeflow.org/mpijob@v1'* && $enabled != *'mpijob@v2beta1'* ]] \
   || fail "expected PyTorchJob and MPIJob v1 enabled: $(grep 'enabled frameworks' "$work/stderr")"
 k() { kubectl --kubeconfig "$kc" "$@"; }
 [[ $(k get crd mpijobs.kubeflow.org -o jsonpath='{.spec.versions[*].name}') == v1 ]] || fail "the MPIJob CRD does not serve v1 alone"

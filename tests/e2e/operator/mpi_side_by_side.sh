@@ -37,6 +37,12 @@ k() { kubectl --kubeconfig "$kc" "$@"; }
 
 served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{range .spec.versions[*]}{.name}/{.storage} {end}{.spec.conversion.strategy}')
 [[ $served == "v2beta1/true v1/false Webhook" ]] || fail "mpijobs CRD serves '$served'"
+# One defaulting webhook per MPIJob version, each matching only the version it names; no other
+# kind has two modules, so no other defaulting webhook is registered.
+defaulters=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org \
+               -o jsonpath='{range .webhooks[*]}{.name}/{.matchPolicy} {end}')
+[[ $defaulters == "defaulter.mpijob-v2beta1.training-operator.kubeflow.org/Exact defaulter.mpijob-v1.training-operator.kubeflow.org/Exact " ]] \
+  || fail "defaulting webhooks: '$defaulters'"
 
 if [[ -n $ref ]]; then
   # Both upstream folders name a job tensorflow-mnist; v2's pi runs beside v1's tensorflow-mnist.

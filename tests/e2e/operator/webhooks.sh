@@ -37,9 +37,15 @@ k get secret -n kubeflow training-operator-webhook-cert -o jsonpath='{.data.ca\.
 url=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org \
         -o jsonpath='{.webhooks[?(@.name=="validator.pytorchjob.training-operator.kubeflow.org")].clientConfig.url}')
 [[ $url == "https://127.0.0.1:$port/validate-kubeflow-org-v1-pytorchjob" ]] || fail "webhook url is '$url'"
-policies=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org \
+policies=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org \
            -o jsonpath='{.webhooks[*].matchPolicy}' | tr ' ' '\n' | sort -u)
-[[ $policies == Exact ]] || fail "mutating webhooks have matchPolicy '$policies', not only Exact"
+[[ $policies == Exact ]] || fail "validating webhooks have matchPolicy '$policies', not only Exact"
+# Defaults are not persisted: a defaulting webhook is registered only for a kind two built-in
+# modules serve (MPIJob v1 and v2beta1, even with v1 not enabled here), where it records which
+# module owns a job; every other one would change nothing (mpi_side_by_side.sh checks the pair).
+mutating=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org -o jsonpath='{.webhooks[*].name}')
+[[ $mutating == defaulter.mpijob-v2beta1.training-operator.kubeflow.org ]] \
+  || fail "defaulting webhooks registered beyond the shared MPIJob kind: '$mutating'"
 
 review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"kubeflow.org","version":"v1","kind":"PyTorchJob"},"resource":{"group":"kubeflow.org","version":"v1","resource":"pytorchjobs"},"operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
 call() { curl -sS --max-time 5 --cacert "$1" "https://127.0.0.1:$port$2" -H 'Content-Type: application/json' -d "$3"; }

@@ -42,19 +42,20 @@ fw::FrameworkDescriptor config_descriptor() {
   d.default_container = "main";
   d.controller_name = "configjob-controller";
   d.managed_by = {"kubeflow.org/training-operator"};
-  d.gang_holds_pod_creation = false;  // no Volcano here to admit the PodGroup
   return d;
 }
 
 // Says which object it is and what it was built with, through both paths: a validation warning
 // (webhooks) and a pod annotation (controller).
-class ConfigEchoPlugin final : public fw::FrameworkPlugin {
+class ConfigEchoPlugin final : public fw::FrameworkPlugin, public fw::PipelineDepartures {
  public:
   ConfigEchoPlugin(fw::FrameworkDescriptor d, const fw::PluginConfig& c)
       : d_(std::move(d)),
         seen_(fmt::format("plugin {} image={} gang={} domain={}", static_cast<const void*>(this),
                           c.option("configjob-image"), c.gang_scheduler_name, c.cluster_domain)) {}
   const fw::FrameworkDescriptor& descriptor() const override { return d_; }
+  fw::Capabilities capabilities() const override { return {.departures = this}; }
+  bool gang_holds_pod_creation() const override { return false; }  // no Volcano here to admit the PodGroup
   void set_defaults(json::Document&) const override {}
   fw::Validation validate(const json::Value*, const json::Value&) const override {
     fw::Validation v;
@@ -83,8 +84,8 @@ constexpr std::string_view kJob =
 
 TEST_CASE("webhooks and controllers share each framework's one plugin, built with the whole configuration") {
   fw::Registry registry;
-  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin, config_descriptor>(
-      {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin>(
+      config_descriptor(), {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
   REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
   const char* argv[] = {"training-operator", "--gang-scheduler-name", "volcano", "--configjob-image", "my-image"};
   auto flags = op::parse_flags(5, argv, registry);
@@ -140,8 +141,8 @@ TEST_CASE("webhooks and controllers share each framework's one plugin, built wit
 
 TEST_CASE("the cluster domain flag reaches the modules and wins over $CUSTOM_CLUSTER_DOMAIN") {
   fw::Registry registry;
-  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin, config_descriptor>(
-      {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin>(
+      config_descriptor(), {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
   REQUIRE(setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.example", 1) == 0);
   const char* from_env[] = {"training-operator"};
   auto env_only = op::parse_flags(1, from_env, registry);

@@ -12,19 +12,25 @@ using c::ChildKind;
 
 namespace {
 
-fw::FrameworkDescriptor training_operator() {
-  fw::FrameworkDescriptor d;
-  d.kind = "PyTorchJob";
-  d.replica_type_label = "training.kubeflow.org/replica-type";
-  return d;
+// A module's descriptor and its PipelineDepartures::reconciles_on_any_child answer.
+struct Module {
+  fw::FrameworkDescriptor descriptor;
+  bool reconciles_on_any_child = false;
+};
+
+Module training_operator() {
+  Module m;
+  m.descriptor.kind = "PyTorchJob";
+  m.descriptor.replica_type_label = "training.kubeflow.org/replica-type";
+  return m;
 }
 
-fw::FrameworkDescriptor mpi_operator() {
-  fw::FrameworkDescriptor d;
-  d.kind = "MPIJob";
-  d.replica_type_label = "training.kubeflow.org/job-role";
-  d.reconciles_on_any_child = true;
-  return d;
+Module mpi_operator() {
+  Module m;
+  m.descriptor.kind = "MPIJob";
+  m.descriptor.replica_type_label = "training.kubeflow.org/job-role";
+  m.reconciles_on_any_child = true;
+  return m;
 }
 
 json::Document child(std::string_view rv, std::string_view labels = "{}", std::string_view status = "{}") {
@@ -33,10 +39,10 @@ json::Document child(std::string_view rv, std::string_view labels = "{}", std::s
       .value();
 }
 
-c::ChildReaction react(const fw::FrameworkDescriptor& d, Change change, ChildKind kind, const json::Document& obj,
+c::ChildReaction react(const Module& m, Change change, ChildKind kind, const json::Document& obj,
                        const json::Document* previous = nullptr, bool job_cached = true, bool grandchild = false) {
   c::ChildEvent e{change, kind, obj.root(), previous ? &previous->root() : nullptr, {}, grandchild};
-  return c::react(e, d, job_cached);
+  return c::react(e, m.descriptor, m.reconciles_on_any_child, job_cached);
 }
 
 const std::string kWorker = R"({"training.kubeflow.org/replica-type":"worker"})";

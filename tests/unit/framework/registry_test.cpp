@@ -43,7 +43,14 @@ std::unique_ptr<fw::FrameworkPlugin> make(const fw::PluginConfig& c) {
   return std::make_unique<Plugin>(descriptor("test.unitrain.io/echojob", "EchoJob", "v1"), c);
 }
 
-fw::Registration reg(fw::FrameworkDescriptor d) { return {std::move(d), &make<EchoPlugin>, {}}; }
+fw::Registration reg(fw::FrameworkDescriptor d, fw::PluginFactory factory = &make<EchoPlugin>,
+                     std::vector<fw::OptionSpec> options = {}) {
+  fw::Registration r;
+  r.descriptor = std::move(d);
+  r.factory = std::move(factory);
+  r.options = std::move(options);
+  return r;
+}
 
 fw::Registry standard() {
   fw::Registry r;
@@ -124,18 +131,25 @@ TEST_CASE("registry rejects duplicate names, aliases and kind/version pairs") {
   auto r = standard();
   auto dup_alias = r.add(reg(descriptor("example.com/torch", "TorchJob", "v1", {"Pytorch"})));
   REQUIRE_FALSE(dup_alias);
-  CHECK(dup_alias.error().message == "framework \"example.com/torch\": name \"pytorch\" is already taken by \"kubeflow.org/pytorchjob\"");
+  CHECK(dup_alias.error().message == "framework \"example.com/torch\" (built in): name \"pytorch\" is already taken by \"kubeflow.org/pytorchjob\" (built in)");
   auto dup_kind = r.add(reg(descriptor("example.com/tf2", "TFJob", "v1")));
   REQUIRE_FALSE(dup_kind);
-  CHECK(dup_kind.error().message == "framework \"example.com/tf2\": kubeflow.org/v1 TFJob is already served by \"kubeflow.org/tfjob\"");
-  fw::Registration no_factory{descriptor("example.com/x", "XJob", "v1"), nullptr, {}};
+  CHECK(dup_kind.error().message == "framework \"example.com/tf2\" (built in): kubeflow.org/v1 TFJob is already served by \"kubeflow.org/tfjob\" (built in)");
+  fw::Registration no_factory = reg(descriptor("example.com/x", "XJob", "v1"), nullptr);
   CHECK_FALSE(r.add(no_factory));
+  // Two kinds cannot share one resource: their CRDs would be one.
+  auto plural = descriptor("example.com/tf3", "TFJobX", "v1");
+  plural.plural = "tfjobs";
+  auto dup_plural = r.add(reg(plural));
+  REQUIRE_FALSE(dup_plural);
+  CHECK(dup_plural.error().message ==
+        "framework \"example.com/tf3\" (built in): resource tfjobs.kubeflow.org is already the kind TFJob of \"kubeflow.org/tfjob\" (built in)");
 }
 
 TEST_CASE("a test-only framework registers and instantiates with its declared options") {
   fw::Registry r;
-  fw::Registration echo{descriptor("test.unitrain.io/echojob", "EchoJob", "v1", {"echo"}), &make<EchoPlugin>,
-                        {{"echo-greeting", "hello", "what the echo pod says"}}};
+  fw::Registration echo = reg(descriptor("test.unitrain.io/echojob", "EchoJob", "v1", {"echo"}), &make<EchoPlugin>,
+                              {{"echo-greeting", "hello", "what the echo pod says"}});
   REQUIRE(r.add(std::move(echo)));
   auto enabled = r.resolve({"ECHO"});
   REQUIRE(enabled);

@@ -118,8 +118,9 @@ TEST_CASE("mpi v1: descriptor names, labels and owned kinds") {
   CHECK(d.default_port == 0);
   CHECK(d.metrics_framework == "mpi");
   CHECK(d.managed_by == std::vector<std::string>{"kubeflow.org/training-operator"});
-  CHECK(d.ttl_deletes_job);
-  CHECK(d.enforces_run_limits);
+  const auto behaviour = fw::pipeline_behaviour(*p);
+  CHECK(behaviour.ttl_deletes_job);
+  CHECK(behaviour.enforces_run_limits);
   std::vector<std::string> owned;
   for (const auto& r : d.owned_resources) owned.push_back(r.group_resource());
   CHECK(owned == std::vector<std::string>{"configmaps", "serviceaccounts", "roles.rbac.authorization.k8s.io",

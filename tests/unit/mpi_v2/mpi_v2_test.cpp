@@ -168,15 +168,21 @@ TEST_CASE("mpi v2: descriptor, aliases and capabilities") {
   CHECK(owned == std::vector<std::string>{"services", "configmaps", "secrets", "jobs.batch"});
   auto p = plugin();
   auto caps = p->capabilities();
-  CHECK(caps.launcher_ordering != nullptr);
   REQUIRE(caps.gang != nullptr);
+  const auto behaviour = fw::pipeline_behaviour(*p);
+  CHECK_FALSE(behaviour.ttl_deletes_job);
+  CHECK_FALSE(behaviour.enforces_run_limits);
+  CHECK_FALSE(behaviour.gang_holds_pod_creation);
+  CHECK_FALSE(behaviour.delete_services_with_pods);
+  CHECK(behaviour.validates_defaulted);
   Document job = defaulted(kPi, p);
   auto no_classes = [](std::string_view) { return 0; };
   CHECK(caps.gang->pod_group(job.root(), no_classes)->min_member == 3);
   REQUIRE(json::set_int(job, "/spec/runPolicy/schedulingPolicy/minAvailable", 2));
   CHECK(caps.gang->pod_group(job.root(), no_classes)->min_member == 2);
-  CHECK(d.status_while_suspended);
-  CHECK(d.ordered_pod_writes);
+  CHECK(behaviour.reconciles_on_any_child);
+  CHECK(behaviour.status_while_suspended);
+  CHECK(behaviour.ordered_pod_writes);
 }
 
 TEST_CASE("mpi v2: the PodGroup mpi-operator asks for") {
@@ -580,10 +586,7 @@ TEST_CASE("mpi v2: WaitForWorkersReady holds the launcher until every worker is 
   auto p = plugin();
   Document job = defaulted(kPi, p);
   REQUIRE(json::set_string(job, "/spec/launcherCreationPolicy", "WaitForWorkersReady"));
-  const auto* ordering = p->capabilities().launcher_ordering;
-  REQUIRE(ordering != nullptr);
   fw::Observed none;
-  CHECK_FALSE(ordering->launcher_may_start(job.root(), none));
   auto objs = p->desired_objects(job.root(), none);
   REQUIRE(objs);
   CHECK(find_object(*objs, "jobs.batch") == nullptr);
@@ -592,10 +595,11 @@ TEST_CASE("mpi v2: WaitForWorkersReady holds the launcher until every worker is 
   Document w1 = worker_pod("pi-worker-1", "Running", false);
   fw::Observed obs;
   obs.pods = {&w0.root(), &w1.root()};
-  CHECK_FALSE(ordering->launcher_may_start(job.root(), obs));
+  auto one_ready = p->desired_objects(job.root(), obs);
+  REQUIRE(one_ready);
+  CHECK(find_object(*one_ready, "jobs.batch") == nullptr);
   Document w1r = worker_pod("pi-worker-1", "Running", true);
   obs.pods = {&w0.root(), &w1r.root()};
-  CHECK(ordering->launcher_may_start(job.root(), obs));
   auto ready = p->desired_objects(job.root(), obs);
   REQUIRE(ready);
   CHECK(find_object(*ready, "jobs.batch") != nullptr);
@@ -609,7 +613,9 @@ TEST_CASE("mpi v2: WaitForWorkersReady holds the launcher until every worker is 
   CHECK(json::get_bool(l->object.root(), "/spec/suspend") == true);
 
   Document at_startup = defaulted(kPi, p);
-  CHECK(ordering->launcher_may_start(at_startup.root(), none));
+  auto started = p->desired_objects(at_startup.root(), none);
+  REQUIRE(started);
+  CHECK(find_object(*started, "jobs.batch") != nullptr);
 }
 
 TEST_CASE("mpi v2: nothing is desired once the launcher finished") {

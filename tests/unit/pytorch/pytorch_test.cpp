@@ -140,7 +140,9 @@ TEST_CASE("pytorch: descriptor and options as registered") {
   CHECK(reg->options[1].default_value == "100");
   CHECK(reg->options[2].name == "pytorch-init-container-template-file");
   CHECK(reg->options[2].default_value == "/etc/config/initContainer.yaml");
-  CHECK_FALSE(r.add({d, nullptr, {}}));
+  fw::Registration no_factory;
+  no_factory.descriptor = d;
+  CHECK_FALSE(r.add(no_factory));
 }
 
 TEST_CASE("pytorch: defaults re-case keys, fill replicas, restart policy, ports, cleanPodPolicy and nprocPerNode") {

@@ -429,7 +429,15 @@ TEST_CASE("configurations: one hook per endpoint, matchPolicy Exact, url or serv
   auto service = parse(R"({"service":{"namespace":"kubeflow","name":"training-operator","port":443}})");
   auto m = h.mutating_configuration(service.root());
   CHECK(json::get_string(m.root(), "/kind") == std::string_view("MutatingWebhookConfiguration"));
-  CHECK(json::dump(*json::find(m.root(), "/webhooks/1/clientConfig")) ==
+  // Defaulting webhooks are registered only where they change something: MPIJob, which two
+  // modules serve (managedBy from the version written); PyTorchJob's would answer "no patch".
+  CHECK(json::dump(*json::find(m.root(), "/webhooks/0/clientConfig")) ==
         R"({"service":{"namespace":"kubeflow","name":"training-operator","port":443,"path":"/mutate-kubeflow-org-v2beta1-mpijob"}})");
-  CHECK(json::find(m.root(), "/webhooks/3") == nullptr);
+  CHECK(json::get_string(m.root(), "/webhooks/1/name") == std::string_view("defaulter.mpijob-v1.training-operator.kubeflow.org"));
+  CHECK(json::find(m.root(), "/webhooks/2") == nullptr);
+  // Persisted defaults change every kind's objects: then every defaulting webhook is registered.
+  webhook::Handler persisting(f.plugins, f.registry, webhook::HandlerOptions{.persist_defaults = true});
+  auto all = persisting.mutating_configuration(service.root());
+  CHECK(json::get_string(all.root(), "/webhooks/0/name") == std::string_view("defaulter.pytorchjob.training-operator.kubeflow.org"));
+  CHECK(json::find(all.root(), "/webhooks/2") != nullptr);
 }

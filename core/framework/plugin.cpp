@@ -96,3 +96,20 @@ CoreWording training_operator_foreign_object_wording(std::string_view job_kind, 
 }
 
 }  // namespace unitrain::framework
+
+namespace unitrain::framework {
+
+PipelineBehaviour pipeline_behaviour(const FrameworkPlugin& plugin) {
+  const PipelineDepartures* d = plugin.capabilities().departures;
+  if (d == nullptr) return {};
+  return {.ttl_deletes_job = d->ttl_deletes_job(),
+          .enforces_run_limits = d->enforces_run_limits(),
+          .gang_holds_pod_creation = d->gang_holds_pod_creation(),
+          .delete_services_with_pods = d->delete_services_with_pods(),
+          .validates_defaulted = d->validates_defaulted(),
+          .reconciles_on_any_child = d->reconciles_on_any_child(),
+          .status_while_suspended = d->status_while_suspended(),
+          .ordered_pod_writes = d->ordered_pod_writes()};
+}
+
+}  // namespace unitrain::framework
