@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <array>
 
+#include "localcluster/builtin_types.h"
 #include "localcluster/schema.h"
 
 namespace unitrain::localcluster {
 namespace {
-
-// metav1.ObjectMeta's fields.
-constexpr std::array<std::string_view, 15> kObjectMetaFields = {
-    "name",         "generateName",      "namespace",        "selfLink",
-    "uid",          "resourceVersion",   "generation",       "creationTimestamp",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
-    "ownerReferences", "finalizers",     "managedFields"};
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -53,17 +47,14 @@ std::optional<StatusError> check_type_meta(const ResourceInfo& r, const json::Va
   return std::nullopt;
 }
 
-std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema) {
+std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema,
+                                           const proto::Message* builtin_kind) {
   std::vector<std::string> out;
   if (!body.IsObject()) return out;
-  if (const json::Value* meta = json::find(body, "/metadata"); meta != nullptr && meta->IsObject()) {
-    for (auto it = meta->MemberBegin(); it != meta->MemberEnd(); ++it) {
-      std::string_view key = json::view(it->name);
-      if (key.rfind("$", 0) == 0) continue;  // strategic merge patch directives
-      if (std::find(kObjectMetaFields.begin(), kObjectMetaFields.end(), key) == kObjectMetaFields.end()) {
-        out.push_back("metadata." + std::string(key));
-      }
-    }
+  if (builtin_kind != nullptr) return undeclared_message_fields(body, *builtin_kind);
+  if (const json::Value* meta = json::find(body, "/metadata")) {
+    static constexpr std::string_view kObjectMeta = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    if (const proto::Message* m = find_proto_message(kObjectMeta)) out = undeclared_message_fields(*meta, *m, "metadata");
   }
   if (schema.IsObject()) {
     std::vector<std::string> more = unknown_fields(body, schema);

@@ -1,7 +1,8 @@
 // What kube-apiserver checks on a create, update or patch body before storage, besides the
 // schema: that its kind and apiVersion are the URL's, and the `fieldValidation` directive
 // (Ignore, Warn — the default —, Strict) for fields the object's type does not declare: a custom
-// resource's fields outside its structural schema, and unknown metadata fields of every kind.
+// resource's fields outside its structural schema, a built-in kind's fields outside its type (the
+// generated protobuf tables), and unknown metadata fields of every kind.
 #pragma once
 
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "core/json/json.h"
 #include "localcluster/http_message.h"
+#include "localcluster/protobuf_tables.h"
 #include "localcluster/store.h"
 
 namespace unitrain::localcluster {
@@ -26,9 +28,11 @@ StoreResult<FieldValidation> field_validation(const Query& q, std::string_view o
 std::optional<StatusError> check_type_meta(const ResourceInfo& r, const json::Value& body, std::string_view name,
                                            bool custom_resource);
 
-// The fields of `body` the type does not declare (`schema`: the custom resource version's
-// openAPIV3Schema, or null for built-in kinds, whose metadata alone is checked).
-std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema);
+// The fields of `body` the type does not declare: `builtin_kind` is a built-in kind's message
+// (builtin_message()); otherwise `schema` is the custom resource version's openAPIV3Schema, or
+// null for a kind with neither, whose metadata alone is checked.
+std::vector<std::string> undeclared_fields(const json::Value& body, const json::Value& schema,
+                                           const proto::Message* builtin_kind = nullptr);
 
 // Applies the directive to undeclared fields: Strict gives the 400 `<context>strict decoding
 // error: unknown field "<path>", ...` (context: decode_error_context() for create and update,

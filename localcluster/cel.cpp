@@ -873,9 +873,63 @@ Value size_of(const Value& v) {
   return no_overload();
 }
 
+// RE2 (CEL's regular expressions) in std::regex's ECMAScript grammar: leading flag groups
+// (`(?i)`, `(?s)`-free), `\A` and `\z` become anchors; what RE2 refuses (backreferences,
+// lookarounds) is refused here too instead of silently working. Empty when not translatable.
+std::optional<std::pair<std::string, std::regex::flag_type>> re2_as_ecmascript(std::string_view re2) {
+  std::regex::flag_type flags = std::regex::ECMAScript;
+  while (re2.starts_with("(?") && re2.size() > 3) {
+    size_t close = re2.find(')');
+    if (close == std::string_view::npos) return std::nullopt;
+    std::string_view group = re2.substr(2, close - 2);
+    if (group.empty() || group.find_first_not_of("imsU") != std::string_view::npos) break;  // not a flag group
+    for (char c : group) {
+      if (c == 'i') flags |= std::regex::icase;
+      else if (c == 'm') flags |= std::regex::multiline;
+      else return std::nullopt;  // s (dot matches newline) and U (ungreedy) have no ECMAScript form
+    }
+    re2.remove_prefix(close + 1);
+  }
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < re2.size(); ++i) {
+    const char c = re2[i];
+    if (c == '\\' && i + 1 < re2.size()) {
+      const char n = re2[i + 1];
+      if (n >= '1' && n <= '9') return std::nullopt;  // backreference
+      if (!in_class && n == 'A') out += '^';
+      else if (!in_class && n == 'z') out += '$';
+      else if (n == 'p' || n == 'P' || n == 'Q' || n == 'C') return std::nullopt;  // Unicode classes, \Q...\E, \C
+      else out.append(re2.substr(i, 2));
+      ++i;
+      continue;
+    }
+    if (!in_class && c == '(' && re2.substr(i).starts_with("(?")) {
+      // (?:...) and (?P<name>...) / (?<name>...) are fine; lookarounds are not RE2.
+      std::string_view rest = re2.substr(i + 2);
+      if (rest.starts_with("=") || rest.starts_with("!") || rest.starts_with("<=") || rest.starts_with("<!")) {
+        return std::nullopt;
+      }
+      if (rest.starts_with("P<") || rest.starts_with("<")) {  // a named group: ECMAScript has no names
+        size_t close = rest.find('>');
+        if (close == std::string_view::npos) return std::nullopt;
+        out += "(";
+        i += 2 + close;
+        continue;
+      }
+    }
+    if (c == '[' && !in_class) in_class = true;
+    else if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return std::pair{out, flags};
+}
+
 Value regex_matches(const std::string& text, const std::string& pattern) {
+  auto translated = re2_as_ecmascript(pattern);
+  if (!translated) return make_error("invalid regular expression: " + pattern);
   try {
-    return std::regex_search(text, std::regex(pattern, std::regex::ECMAScript));
+    return std::regex_search(text, std::regex(translated->first, translated->second));
   } catch (const std::regex_error&) {
     return make_error("invalid regular expression: " + pattern);
   }

@@ -34,7 +34,7 @@ std::vector<FieldError> custom_resource_checks(const Served& s, Document& obj, c
   const Value& schema = s.version->schema.root();
   prune(obj.root(), schema, obj.alloc());
   apply_defaults(obj.root(), schema, obj.alloc());
-  std::vector<FieldError> errs = validate_schema(obj.root(), schema);
+  std::vector<FieldError> errs = validate_schema(obj.root(), schema, old);
   std::vector<FieldError> rule_errs = validate_rules(obj.root(), old, schema);
   errs.insert(errs.end(), rule_errs.begin(), rule_errs.end());
   return errs;

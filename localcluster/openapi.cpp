@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "localcluster/builtin_types.h"
 #include "localcluster/protobuf_wire.h"
 
 namespace unitrain::localcluster {
@@ -96,6 +97,22 @@ Value crd_definition(const OpenApiResource& res, json::Allocator& a) {
   s.RemoveMember("x-kubernetes-group-version-kind");
   s.AddMember("x-kubernetes-group-version-kind", list, a);
   return s;
+}
+
+// A built-in kind's schema and every schema it reaches, from the generated protobuf tables; the
+// kind's own carries x-kubernetes-group-version-kind, which kubectl explain looks it up by.
+// False for a kind outside the tables.
+bool add_builtin_definitions(const ResourceInfo& r, OpenApiVersion version, Value& definitions, json::Allocator& a) {
+  const proto::Message* m = builtin_message(r.api_version(), r.kind);
+  if (m == nullptr) return false;
+  add_openapi_definitions(*m, version, definitions, a);
+  Value& def = definitions.FindMember(openapi_definition_name(*m).c_str())->value;
+  if (!def.HasMember("x-kubernetes-group-version-kind")) {
+    Value list(rapidjson::kArrayType);
+    list.PushBack(gvk(r, a), a);
+    def.AddMember("x-kubernetes-group-version-kind", list, a);
+  }
+  return true;
 }
 
 // ---- OpenAPI v2 ----
@@ -307,6 +324,8 @@ std::string openapi_v3_group_version(const std::vector<OpenApiResource>& resourc
     paths.AddMember(json::str(item, a), one, a);
     if (res.schema.root().IsObject()) {
       schemas.AddMember(json::str(definition_name(r), a), crd_definition(res, a), a);
+    } else {
+      add_builtin_definitions(r, OpenApiVersion::V3, schemas, a);
     }
   }
   d.root().AddMember("paths", paths, a);
@@ -368,9 +387,11 @@ json::Document openapi_v2_document(const std::vector<OpenApiResource>& resources
     if (res.schema.root().IsObject()) {
       def = crd_definition(res, a);
       to_v2_schema(def);
+    } else if (add_builtin_definitions(r, OpenApiVersion::V2, definitions, a)) {
+      continue;
     } else {
-      // Built-in kinds carry no schema here: no type, so clients treat the kind as arbitrary
-      // JSON (kubectl validates built-in kinds on the server, with fieldValidation).
+      // A built-in kind outside the protobuf tables carries no schema: no type, so clients treat it
+      // as arbitrary JSON (kubectl validates it on the server, with fieldValidation).
       def.SetObject();
       def.AddMember("description", json::str(r.kind + " (schema not published by the local cluster)", a), a);
       Value list(rapidjson::kArrayType);

@@ -1,8 +1,10 @@
 // A minimal OpenAPI surface (/openapi/v3, /openapi/v3/<gv> and /openapi/v2), enough for kubectl 1.32:
 // its field-validation check finds a PATCH operation per kind with the fieldValidation query
 // parameter (so it leaves validation to the server instead of failing on a missing OpenAPI
-// document), and `kubectl explain` finds CRD schemas. Built-in kinds carry no schema, so kubectl
-// computes strategic merge patches from its compiled-in types.
+// document), and `kubectl explain` finds the schemas of CRDs and of built-in kinds (field names and
+// types from the generated protobuf tables, see builtin_types.h; no descriptions). PATCH operations
+// declare no request body media types, so kubectl computes strategic merge patches of built-in
+// kinds from its compiled-in types, as it always did.
 #pragma once
 
 #include <map>

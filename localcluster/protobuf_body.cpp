@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
 
 #include "core/api/time.h"
 #include "core/base/base64.h"
-#include "localcluster/protobuf_tables.h"
+#include "localcluster/builtin_types.h"
 #include "localcluster/protobuf_wire.h"
 
 namespace unitrain::localcluster {
@@ -23,43 +24,7 @@ constexpr std::string_view kMagic{"k8s\0", 4};
 // metav1.Time, which JSON leaves out (null).
 constexpr int64_t kZeroTimeSeconds = -62135596800;
 
-const proto::Message* find_message(std::string_view name) {
-  auto messages = proto::all_messages();
-  auto it = std::lower_bound(messages.begin(), messages.end(), name,
-                             [](const proto::Message& m, std::string_view n) { return m.name < n; });
-  return it != messages.end() && it->name == name ? &*it : nullptr;
-}
-
-std::span<const proto::Field> fields_of(const proto::Message& m) {
-  return proto::all_fields().subspan(m.first_field, m.field_count);
-}
-
-const proto::Field* field_of(const proto::Message& m, uint32_t number) {
-  auto fields = fields_of(m);
-  auto it = std::lower_bound(fields.begin(), fields.end(), number,
-                             [](const proto::Field& f, uint32_t n) { return f.number < n; });
-  return it != fields.end() && it->number == number ? &*it : nullptr;
-}
-
 Status decode_into(const proto::Message& m, std::string_view bytes, json::Value& out, json::Allocator& a, int depth);
-
-// Messages whose JSON form is not an object of their fields.
-enum class Special { None, Time, MicroTime, Duration, Quantity, IntOrString, RawExtension, FieldsV1, Wrapper };
-
-Special special_of(const proto::Message& m) {
-  const std::string_view n = m.name;
-  if (n == "k8s.io.apimachinery.pkg.apis.meta.v1.Time") return Special::Time;
-  if (n == "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime") return Special::MicroTime;
-  if (n == "k8s.io.apimachinery.pkg.apis.meta.v1.Duration") return Special::Duration;
-  if (n == "k8s.io.apimachinery.pkg.api.resource.Quantity") return Special::Quantity;
-  if (n == "k8s.io.apimachinery.pkg.util.intstr.IntOrString") return Special::IntOrString;
-  if (n == "k8s.io.apimachinery.pkg.runtime.RawExtension") return Special::RawExtension;
-  if (n == "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1") return Special::FieldsV1;
-  // A Go slice type (ExtraValue, Verbs): one repeated field "items", a JSON array.
-  auto f = fields_of(m);
-  if (f.size() == 1 && f[0].name == "items" && f[0].cardinality == Cardinality::Repeated) return Special::Wrapper;
-  return Special::None;
-}
 
 Status wrong_wire(const proto::Message& m, const proto::Field& f) {
   return fail("protobuf: " + std::string(m.name) + "." + std::string(f.name) + ": unexpected wire type");
@@ -90,29 +55,53 @@ std::string go_duration(int64_t ns) {
 }
 
 // The JSON value of a message of a special kind; `present` false when JSON leaves it out.
-Status decode_special(Special kind, const proto::Message& m, std::string_view bytes, json::Value& out,
+Status decode_special(JsonForm kind, const proto::Message& m, std::string_view bytes, json::Value& out,
                       bool& present, json::Allocator& a, int depth) {
   WireReader r(bytes);
   int64_t ints[4] = {0, 0, 0, 0};
   std::string_view strings[4];
   json::Value items(rapidjson::kArrayType);
+  json::Value schema;  // JSONSchemaPropsOr*: the schema alternative, when set
   for (;;) {
     auto f = r.next();
     if (!f) return fail(std::move(f).error());
     if (!*f) break;
     const WireField& w = **f;
-    if (kind == Special::Wrapper && w.number == 1) {
+    if (kind == JsonForm::Array && w.number == 1) {
       json::Value item;
       const proto::Field& fld = fields_of(m)[0];
       if (fld.type == FieldType::String && w.type == WireType::Bytes) {
         item = json::str(w.bytes, a);
       } else if (fld.type == FieldType::Message && w.type == WireType::Bytes) {
         item.SetObject();
-        if (auto s = decode_into(proto::all_messages()[fld.message], w.bytes, item, a, depth + 1); !s) return s;
+        if (auto s = decode_into(message_of(fld), w.bytes, item, a, depth + 1); !s) return s;
       } else {
         return wrong_wire(m, fld);
       }
       items.PushBack(item, a);
+      continue;
+    }
+    if (kind == JsonForm::SchemaOrArray || kind == JsonForm::SchemaOrBool || kind == JsonForm::SchemaOrStringArray) {
+      // OrArray: schema 1, jSONSchemas 2; OrBool: allows 1, schema 2; OrStringArray: schema 1, property 2.
+      const proto::Field* fld = field_of(m, w.number);
+      if (fld == nullptr) continue;
+      if (fld->type == FieldType::Message && fld->cardinality == Cardinality::Single) {
+        if (w.type != WireType::Bytes) return wrong_wire(m, *fld);
+        schema.SetObject();
+        if (auto s = decode_into(message_of(*fld), w.bytes, schema, a, depth + 1); !s) return s;
+      } else if (fld->cardinality == Cardinality::Repeated) {
+        if (w.type != WireType::Bytes) return wrong_wire(m, *fld);
+        json::Value item;
+        if (fld->type == FieldType::Message) {
+          item.SetObject();
+          if (auto s = decode_into(message_of(*fld), w.bytes, item, a, depth + 1); !s) return s;
+        } else {
+          item = json::str(w.bytes, a);
+        }
+        items.PushBack(item, a);
+      } else if (w.type == WireType::Varint) {
+        ints[1] = static_cast<int64_t>(w.value);  // allows
+      }
       continue;
     }
     if (w.number >= 1 && w.number <= 3) {
@@ -122,25 +111,25 @@ Status decode_special(Special kind, const proto::Message& m, std::string_view by
   }
   present = true;
   switch (kind) {
-    case Special::Time:
-    case Special::MicroTime: {
+    case JsonForm::Time:
+    case JsonForm::MicroTime: {
       if (ints[1] == kZeroTimeSeconds && ints[2] == 0) {
         present = false;
         return {};
       }
       auto t = api::TimePoint(std::chrono::duration_cast<api::Clock::duration>(std::chrono::seconds(ints[1]) +
                                                                                std::chrono::nanoseconds(ints[2])));
-      out = json::str(kind == Special::Time ? api::format_time(t) : api::format_micro_time(t), a);
+      out = json::str(kind == JsonForm::Time ? api::format_time(t) : api::format_micro_time(t), a);
       return {};
     }
-    case Special::Duration: out = json::str(go_duration(ints[1]), a); return {};
-    case Special::Quantity: out = json::str(strings[1], a); return {};
-    case Special::IntOrString:
+    case JsonForm::Duration: out = json::str(go_duration(ints[1]), a); return {};
+    case JsonForm::Quantity: out = json::str(strings[1], a); return {};
+    case JsonForm::IntOrString:
       if (ints[1] == 0) out.SetInt64(static_cast<int32_t>(ints[2]));
       else out = json::str(strings[3], a);
       return {};
-    case Special::RawExtension:
-    case Special::FieldsV1: {
+    case JsonForm::RawExtension:
+    case JsonForm::FieldsV1: {
       if (strings[1].empty()) {
         present = false;
         return {};
@@ -156,10 +145,34 @@ Status decode_special(Special kind, const proto::Message& m, std::string_view by
       out = json::clone(doc->root(), a);
       return {};
     }
-    case Special::Wrapper: out = std::move(items); return {};
-    case Special::None: break;
+    case JsonForm::RawJson: {
+      auto doc = json::Document::parse(strings[1]);
+      if (!doc) return fail("protobuf: " + std::string(m.name) + ": raw is not JSON: " + doc.error().message);
+      out = json::clone(doc->root(), a);
+      return {};
+    }
+    // The schema when set, else the other alternative (Go's MarshalJSON of these types).
+    case JsonForm::SchemaOrArray:
+    case JsonForm::SchemaOrStringArray:
+      if (schema.IsObject()) out = std::move(schema);
+      else if (!items.Empty()) out = std::move(items);
+      else present = false;
+      return {};
+    case JsonForm::SchemaOrBool:
+      if (schema.IsObject()) out = std::move(schema);
+      else out.SetBool(ints[1] != 0);
+      return {};
+    case JsonForm::Array: out = std::move(items); return {};
+    case JsonForm::Object: break;
   }
   return {};
+}
+
+// A float as Go's encoding/json writes it: whole numbers without a fraction (a CRD schema's
+// `maximum: 10` stays 10, not 10.0).
+void set_number(json::Value& out, double d) {
+  if (std::trunc(d) == d && std::fabs(d) < 1e15) out.SetInt64(static_cast<int64_t>(d));
+  else out.SetDouble(d);
 }
 
 // One value of field `f` from wire field `w`; `present` false when JSON leaves it out.
@@ -189,16 +202,16 @@ Status decode_value(const proto::Message& m, const proto::Field& f, const WireFi
       return {};
     case FieldType::Double:
       if (w.type != WireType::Fixed64) return wrong_wire(m, f);
-      out.SetDouble(std::bit_cast<double>(w.value));
+      set_number(out, std::bit_cast<double>(w.value));
       return {};
     case FieldType::Float:
       if (w.type != WireType::Fixed32) return wrong_wire(m, f);
-      out.SetDouble(std::bit_cast<float>(static_cast<uint32_t>(w.value)));
+      set_number(out, std::bit_cast<float>(static_cast<uint32_t>(w.value)));
       return {};
     case FieldType::Message: {
       if (w.type != WireType::Bytes) return wrong_wire(m, f);
-      const proto::Message& sub = proto::all_messages()[f.message];
-      if (auto kind = special_of(sub); kind != Special::None) {
+      const proto::Message& sub = message_of(f);
+      if (auto kind = json_form(sub); kind != JsonForm::Object) {
         return decode_special(kind, sub, w.bytes, out, present, a, depth);
       }
       out.SetObject();
@@ -303,7 +316,7 @@ Status decode_into(const proto::Message& m, std::string_view bytes, json::Value&
     if (f->inline_fields) {
       // An embedded struct JSON flattens (Volume's VolumeSource, a selector's LocalObjectReference).
       if (w.type != WireType::Bytes) return wrong_wire(m, *f);
-      if (auto s = decode_into(proto::all_messages()[f->message], w.bytes, out, a, depth + 1); !s) return s;
+      if (auto s = decode_into(message_of(*f), w.bytes, out, a, depth + 1); !s) return s;
       continue;
     }
     json::Value value;
@@ -353,10 +366,7 @@ StoreResult<json::Document> decode_protobuf_object(std::string_view body) {
   }
   if (!encoding.empty()) return bad("protobuf: content encoding \"" + std::string(encoding) + "\" is not supported");
   if (kind.empty()) return bad("Object 'Kind' is missing in the protobuf envelope");
-  const proto::Message* m = nullptr;
-  for (const auto& p : proto::all_packages()) {
-    if (p.api_version == api_version) m = find_message(std::string(p.name) + "." + std::string(kind));
-  }
+  const proto::Message* m = builtin_message(api_version, kind);
   if (m == nullptr) {
     return fail(errors::unsupported_media_type(
         "the body of the request was in an unknown format - accepted media types include: application/json, "

@@ -2,7 +2,8 @@
 // typed generators (`kubectl create configmap|secret|namespace|...`) and client-go's typed
 // clients send: the "k8s\0" envelope (a runtime.Unknown carrying apiVersion, kind and the raw
 // message), decoded by the generated field tables (protobuf_tables.h) into the JSON the rest of
-// the server works with. Custom resources have no protobuf form (415, as kube-apiserver answers).
+// the server works with (built-in kinds and CustomResourceDefinitions). Custom resources have no
+// protobuf form (415, as kube-apiserver answers).
 #pragma once
 
 #include <string_view>

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "localcluster/body_validation.h"
+#include "localcluster/builtin_types.h"
 #include "localcluster/crd.h"
 #include "localcluster/disruption.h"
 #include "localcluster/object_meta.h"
@@ -70,8 +71,9 @@ std::optional<StatusError> ResourceHandler::check_body(const Query& q, const Res
   static const json::Value no_schema;
   // Create and update decode the body (kube-apiserver's decoder names the kind); patches do not.
   std::string context = options_kind == "PatchOptions" ? std::string() : decode_error_context(r);
-  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema), notes.warnings,
-                                  context);
+  const proto::Message* builtin_kind = crd ? nullptr : builtin_message(r.api_version(), r.kind);
+  return enforce_field_validation(*directive, undeclared_fields(body, schema ? *schema : no_schema, builtin_kind),
+                                  notes.warnings, context);
 }
 
 HttpReply ResourceHandler::render(const ResourceInfo& r, const HttpRequest& req, unsigned status,

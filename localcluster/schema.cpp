@@ -73,14 +73,28 @@ bool type_matches(const std::string& want, const Value& v, bool int_or_string) {
 
 struct Validator {
   std::vector<FieldError> errors;
+  // The node being checked is unchanged from its correlated old value (see ratchet_child): its
+  // own errors are dropped.
+  bool ratchet = false;
 
-  void walk(const Value& v, const Value& schema, const std::string& path) {
+  void report(FieldError e) {
+    if (!ratchet) errors.push_back(std::move(e));
+  }
+
+  void walk_child(const Value& v, const Value& schema, const std::string& path, RatchetState child) {
+    bool saved = ratchet;
+    walk(v, schema, path, child);
+    ratchet = saved;
+  }
+
+  void walk(const Value& v, const Value& schema, const std::string& path, RatchetState state) {
     if (!schema.IsObject()) return;
+    ratchet = state.unchanged;
     std::string type = string_of(member(schema, "type"));
     bool int_or_string = flag(schema, "x-kubernetes-int-or-string");
     if (v.IsNull()) {
       if (flag(schema, "nullable") || (type.empty() && !int_or_string)) return;
-      errors.push_back(invalid_value_text(path, quote("null"), path + " in body must be of type " +
+      report(invalid_value_text(path, quote("null"), path + " in body must be of type " +
                                                                     (int_or_string ? "integer-or-string" : type) +
                                                                     ": " + quote("null")));
       return;
@@ -88,7 +102,7 @@ struct Validator {
     if (!type_matches(type, v, int_or_string)) {
       std::string have = type_name(v);
       std::string want = int_or_string ? "integer,string" : type;
-      errors.push_back(invalid_value_text(path, quote(have),
+      report(invalid_value_text(path, quote(have),
                                           path + " in body must be of type " + want + ": " + quote(have)));
       return;
     }
@@ -101,7 +115,7 @@ struct Validator {
           if (!supported.empty()) supported += ", ";
           supported += value_repr(option);
         }
-        errors.push_back({"FieldValueNotSupported", path,
+        report({"FieldValueNotSupported", path,
                           "Unsupported value: " + value_repr(v) + ": supported values: " + supported});
       }
     }
@@ -110,21 +124,23 @@ struct Validator {
     if (v.IsArray()) {
       if (const Value* mx = member(schema, "maxItems"); mx != nullptr && mx->IsNumber() &&
                                                       v.Size() > mx->GetDouble()) {
-        errors.push_back({"FieldValueTooMany", path,
+        report({"FieldValueTooMany", path,
                           "Too many: " + std::to_string(v.Size()) + ": must have at most " +
                               number_text(mx->GetDouble()) + " items"});
       }
       if (const Value* mn = member(schema, "minItems"); mn != nullptr && mn->IsNumber() &&
                                                       v.Size() < mn->GetDouble()) {
-        errors.push_back(invalid_value_text(path, std::to_string(v.Size()),
+        report(invalid_value_text(path, std::to_string(v.Size()),
                                             path + " in body should have at least " + number_text(mn->GetDouble()) +
                                                 " items"));
       }
       if (const Value* items = member(schema, "items")) {
-        for (rapidjson::SizeType i = 0; i < v.Size(); ++i) walk(v[i], *items, path + "[" + std::to_string(i) + "]");
+        for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+          walk_child(v[i], *items, path + "[" + std::to_string(i) + "]", ratchet_item(v[i], state, schema));
+        }
       }
     }
-    if (v.IsObject()) check_object(v, schema, path);
+    if (v.IsObject()) check_object(v, schema, path, state);
   }
 
   void check_number(const Value& v, const Value& schema, const std::string& path, const std::string& type) {
@@ -133,7 +149,7 @@ struct Validator {
     if (const Value* mn = member(schema, "minimum"); mn != nullptr && mn->IsNumber()) {
       bool excl = flag(schema, "exclusiveMinimum");
       if (excl ? d <= mn->GetDouble() : d < mn->GetDouble()) {
-        errors.push_back(invalid_value_text(path, repr,
+        report(invalid_value_text(path, repr,
                                             path + " in body should be greater than " +
                                                 (excl ? "" : "or equal to ") + number_text(mn->GetDouble())));
       }
@@ -141,14 +157,14 @@ struct Validator {
     if (const Value* mx = member(schema, "maximum"); mx != nullptr && mx->IsNumber()) {
       bool excl = flag(schema, "exclusiveMaximum");
       if (excl ? d >= mx->GetDouble() : d > mx->GetDouble()) {
-        errors.push_back(invalid_value_text(path, repr,
+        report(invalid_value_text(path, repr,
                                             path + " in body should be less than " + (excl ? "" : "or equal to ") +
                                                 number_text(mx->GetDouble())));
       }
     }
     if (type == "integer" && string_of(member(schema, "format")) == "int32" &&
         (d < -2147483648.0 || d > 2147483647.0)) {
-      errors.push_back(invalid_value_text(path, repr, path + " in body must be of type int32: " + quote(repr)));
+      report(invalid_value_text(path, repr, path + " in body must be of type int32: " + quote(repr)));
     }
   }
 
@@ -158,11 +174,11 @@ struct Validator {
     size_t runes = 0;
     for (unsigned char c : s) runes += (c & 0xC0) != 0x80;
     if (const Value* mx = member(schema, "maxLength"); mx != nullptr && mx->IsNumber() && runes > mx->GetDouble()) {
-      errors.push_back({"FieldValueTooLong", path, "Too long: may not be more than " + number_text(mx->GetDouble()) +
+      report({"FieldValueTooLong", path, "Too long: may not be more than " + number_text(mx->GetDouble()) +
                                                        " bytes"});
     }
     if (const Value* mn = member(schema, "minLength"); mn != nullptr && mn->IsNumber() && runes < mn->GetDouble()) {
-      errors.push_back(invalid_value_text(path, value_repr(v),
+      report(invalid_value_text(path, value_repr(v),
                                           path + " in body should be at least " + number_text(mn->GetDouble()) +
                                               " chars long"));
     }
@@ -174,16 +190,16 @@ struct Validator {
       } catch (const std::regex_error&) {
         ok = true;  // the CRD author's pattern is not ECMAScript-compatible: do not reject data for it
       }
-      if (!ok) errors.push_back(invalid_value_text(path, value_repr(v), path + " in body should match '" + pattern + "'"));
+      if (!ok) report(invalid_value_text(path, value_repr(v), path + " in body should match '" + pattern + "'"));
     }
   }
 
-  void check_object(const Value& v, const Value& schema, const std::string& path) {
+  void check_object(const Value& v, const Value& schema, const std::string& path, RatchetState state) {
     const Value* props = member(schema, "properties");
     if (const Value* req = member(schema, "required"); req != nullptr && req->IsArray()) {
       for (const Value& name : req->GetArray()) {
         if (!name.IsString()) continue;
-        if (!v.HasMember(name.GetString())) errors.push_back(required_value(join_path(path, name.GetString())));
+        if (!v.HasMember(name.GetString())) report(required_value(join_path(path, name.GetString())));
       }
     }
     const Value* additional = member(schema, "additionalProperties");
@@ -192,7 +208,7 @@ struct Validator {
       if (path.empty() && is_metadata_name(key)) continue;
       const Value* sub = props != nullptr ? member(*props, it->name.GetString()) : nullptr;
       if (sub == nullptr && additional != nullptr && additional->IsObject()) sub = additional;
-      if (sub != nullptr) walk(it->value, *sub, join_path(path, key));
+      if (sub != nullptr) walk_child(it->value, *sub, join_path(path, key), ratchet_property(it->value, key, state, path.empty()));
     }
   }
 };
@@ -330,10 +346,49 @@ void apply_defaults(Value& object, const Value& schema, json::Allocator& alloc) 
   }
 }
 
-std::vector<FieldError> validate_schema(const Value& object, const Value& schema) {
+std::vector<FieldError> validate_schema(const Value& object, const Value& schema, const Value* old) {
   Validator v;
-  v.walk(object, schema, "");
+  v.walk(object, schema, "", ratchet_root(object, old));
   return std::move(v.errors);
+}
+
+const Value* correlated_map_list_item(const Value& item, const Value* old_list, const Value& list_schema) {
+  if (old_list == nullptr || !old_list->IsArray() || !item.IsObject()) return nullptr;
+  if (string_of(member(list_schema, "x-kubernetes-list-type")) != "map") return nullptr;
+  const Value* keys = member(list_schema, "x-kubernetes-list-map-keys");
+  if (keys == nullptr || !keys->IsArray()) return nullptr;
+  for (const Value& o : old_list->GetArray()) {
+    if (!o.IsObject()) continue;
+    bool same = true;
+    for (const Value& k : keys->GetArray()) {
+      if (!k.IsString()) continue;
+      const Value* a = member(item, k.GetString());
+      const Value* b = member(o, k.GetString());
+      if ((a == nullptr) != (b == nullptr) || (a != nullptr && !json::equal(*a, *b))) same = false;
+    }
+    if (same) return &o;
+  }
+  return nullptr;
+}
+
+RatchetState ratchet_root(const Value& object, const Value* old) {
+  if (old == nullptr || old->IsNull()) return {};
+  return {old, json::equal(object, *old)};
+}
+
+RatchetState ratchet_property(const Value& value, std::string_view key, RatchetState parent, bool at_root) {
+  // apiVersion and kind are never ratcheted: both versions are converted to the same one.
+  if (at_root && (key == "apiVersion" || key == "kind")) return {};
+  if (parent.old == nullptr || !parent.old->IsObject()) return {nullptr, parent.unchanged};
+  const Value name(rapidjson::StringRef(key.data(), key.size()));
+  auto it = parent.old->FindMember(name);
+  if (it == parent.old->MemberEnd()) return {nullptr, parent.unchanged};
+  return {&it->value, json::equal(value, it->value)};
+}
+
+RatchetState ratchet_item(const Value& item, RatchetState list, const Value& list_schema) {
+  if (const Value* o = correlated_map_list_item(item, list.old, list_schema)) return {o, json::equal(item, *o)};
+  return {nullptr, list.unchanged};
 }
 
 bool schema_has_defaults(const Value& schema) {

@@ -35,7 +35,32 @@ std::vector<std::string> unknown_fields(const json::Value& object, const json::V
 // Applies `default` values of properties that are missing (recursively, after pruning).
 void apply_defaults(json::Value& object, const json::Value& schema, json::Allocator& alloc);
 // Validates `object` (a whole custom resource) against `schema`. metadata is not walked here.
-std::vector<FieldError> validate_schema(const json::Value& object, const json::Value& schema);
+// On update (`old`: the stored object), errors of a value unchanged from its correlated old value
+// are dropped (ratcheting, see RatchetState), so an object stored before a stricter schema can
+// still be updated elsewhere.
+std::vector<FieldError> validate_schema(const json::Value& object, const json::Value& schema,
+                                        const json::Value* old = nullptr);
+
+// kube-apiserver's validation ratcheting (CRDValidationRatcheting, on since 1.30): on update, a
+// schema node's errors (and its CEL rules that do not use oldSelf) do not count when the node's
+// value equals its correlated old value. Values correlate through object properties and
+// additionalProperties keys present in both versions and through x-kubernetes-list-type=map
+// items with equal map keys; items of atomic and set lists, and properties missing from the old
+// object, do not correlate and take the answer of their nearest correlated ancestor.
+struct RatchetState {
+  const json::Value* old = nullptr;  // the correlated old value, or null
+  bool unchanged = false;            // this node's errors are ratcheted away
+};
+RatchetState ratchet_root(const json::Value& object, const json::Value* old);
+// The state of property `key` (holding `value`) of a node in state `parent`; `at_root` when the
+// parent is the whole object.
+RatchetState ratchet_property(const json::Value& value, std::string_view key, RatchetState parent, bool at_root);
+// The state of a list item of a list in state `list`, whose schema is `list_schema`.
+RatchetState ratchet_item(const json::Value& item, RatchetState list, const json::Value& list_schema);
+// The item of `old_list` with the same x-kubernetes-list-map-keys values as `item`, when
+// `list_schema` is a map list; null otherwise.
+const json::Value* correlated_map_list_item(const json::Value& item, const json::Value* old_list,
+                                            const json::Value& list_schema);
 // True when any node in the schema has a `default`.
 bool schema_has_defaults(const json::Value& schema);
 

@@ -6,6 +6,7 @@ add_library(unitrain_localcluster STATIC
   ${CMAKE_CURRENT_LIST_DIR}/admission.cpp
   ${CMAKE_CURRENT_LIST_DIR}/api_front.cpp
   ${CMAKE_CURRENT_LIST_DIR}/body_validation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/builtin_types.cpp
   ${CMAKE_CURRENT_LIST_DIR}/content_negotiation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conversion.cpp
   ${CMAKE_CURRENT_LIST_DIR}/discovery.cpp

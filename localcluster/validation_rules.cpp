@@ -58,11 +58,11 @@ std::string schema_type(const Value& schema) { return rule_text(schema, "type");
 struct RuleWalker {
   std::vector<FieldError> errors;
 
-  void walk(const Value& v, const Value* old, const Value& schema, const std::string& path) {
+  void walk(const Value& v, const Value* old, const Value& schema, const std::string& path, RatchetState ratchet) {
     if (!schema.IsObject() || v.IsNull()) return;
     if (old != nullptr && old->IsNull()) old = nullptr;
     if (const Value* rules = rule_member(schema, "x-kubernetes-validations"); rules != nullptr && rules->IsArray()) {
-      for (const Value& rule : rules->GetArray()) evaluate(rule, v, old, schema, path);
+      for (const Value& rule : rules->GetArray()) evaluate(rule, v, old, schema, path, ratchet.unchanged);
     }
     if (v.IsObject()) {
       const Value* props = rule_member(schema, "properties");
@@ -80,13 +80,14 @@ struct RuleWalker {
         std::string next = (sub == additional && (props == nullptr || !props->HasMember(it->name)))
                                ? path + "[" + std::string(key) + "]"
                                : child_path(path, key);
-        walk(it->value, old_child, *sub, next);
+        walk(it->value, old_child, *sub, next, ratchet_property(it->value, key, ratchet, path.empty()));
       }
     } else if (v.IsArray()) {
       const Value* items = rule_member(schema, "items");
       if (items == nullptr) return;
       for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-        walk(v[i], correlated_item(v[i], old, schema), *items, path + "[" + std::to_string(i) + "]");
+        walk(v[i], correlated_item(v[i], old, schema), *items, path + "[" + std::to_string(i) + "]",
+             ratchet_item(v[i], ratchet, schema));
       }
     }
   }
@@ -102,24 +103,14 @@ struct RuleWalker {
       }
       return nullptr;
     }
-    if (list_type != "map" || !item.IsObject()) return nullptr;
-    const Value* keys = rule_member(schema, "x-kubernetes-list-map-keys");
-    if (keys == nullptr || !keys->IsArray()) return nullptr;
-    for (const Value& o : old->GetArray()) {
-      if (!o.IsObject()) continue;
-      bool same = true;
-      for (const Value& k : keys->GetArray()) {
-        if (!k.IsString()) continue;
-        const Value* a = rule_member(item, k.GetString());
-        const Value* b = rule_member(o, k.GetString());
-        if ((a == nullptr) != (b == nullptr) || (a != nullptr && !json::equal(*a, *b))) same = false;
-      }
-      if (same) return &o;
-    }
-    return nullptr;
+    return correlated_map_list_item(item, old, schema);
   }
 
-  void evaluate(const Value& rule, const Value& v, const Value* old, const Value& schema, const std::string& path) {
+  // `unchanged`: the value equals its correlated old value, so a false result of a rule that does
+  // not use oldSelf is ratcheted away (kube-apiserver turns it into a warning, which the local
+  // cluster does not send).
+  void evaluate(const Value& rule, const Value& v, const Value* old, const Value& schema, const std::string& path,
+                bool unchanged) {
     std::string source = rule_text(rule, "rule");
     if (trim_space(source).empty()) return;
     std::string message = trim_space(rule_text(rule, "message"));
@@ -160,6 +151,7 @@ struct RuleWalker {
       return;
     }
     if (auto* b = std::get_if<bool>(&result.v); b != nullptr && *b) return;
+    if (unchanged && !transition) return;  // evaluation errors above are never ratcheted
 
     std::string field = at;
     if (std::string fp = rule_text(rule, "fieldPath"); !fp.empty()) field = with_rule_field_path(path, fp);
@@ -181,11 +173,10 @@ struct RuleWalker {
     } else if (reason == "FieldValueRequired") {
       errors.push_back(required_value(field, detail));
     } else if (reason == "FieldValueDuplicate") {
-      errors.push_back({"FieldValueDuplicate", field, "Duplicate value: " + value_repr(v)});
-    } else if (type == "object" || type == "array" || v.IsObject() || v.IsArray()) {
-      errors.push_back({"FieldValueInvalid", field, "Invalid value: " + detail});
+      errors.push_back({"FieldValueDuplicate", field, "Duplicate value: \"" + type + "\""});
     } else {
-      errors.push_back(invalid_value(field, v, detail));
+      // kube-apiserver shows the rule's schema type as the value ("object", "string"), not the data.
+      errors.push_back(invalid_value_text(field, "\"" + type + "\"", detail));
     }
   }
 };
@@ -237,7 +228,7 @@ void check_node(const Value& schema, const std::string& path, std::vector<FieldE
 
 std::vector<FieldError> validate_rules(const Value& object, const Value* old, const Value& schema) {
   RuleWalker w;
-  w.walk(object, old, schema, "");
+  w.walk(object, old, schema, "", ratchet_root(object, old));
   return std::move(w.errors);
 }
 

@@ -5,7 +5,9 @@
 // properties, additionalProperties keys, `x-kubernetes-list-type: map` lists (by their map keys)
 // and `set` lists (by value); items of atomic lists have no old value, so their transition
 // rules do not run. A rule with `optionalOldSelf: true` runs on create too, with oldSelf an
-// optional.
+// optional. On update, a rule that does not use oldSelf and yields false on a value unchanged
+// from its correlated old value does not count (ratcheting, schema.h RatchetState), so objects
+// stored before a rule was added stay updatable; evaluation errors always count.
 #pragma once
 
 #include <string>

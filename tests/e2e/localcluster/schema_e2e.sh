@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kubectl v1.32 against build/bin/localcluster: what kube-apiserver refuses is refused with its
-# words. Strict and Warn field validation of a PyTorchJob (the repository's CRD), CEL transition
+# words. Strict and Warn field validation of a PyTorchJob (the repository's CRD) and of built-in
+# kinds (a Pod, a Deployment patch), CEL transition
 # rules (schedulingPolicy.queue is immutable), invalid labels, a body of another kind, and
 # server-side apply field ownership: managedFields, conflicts, --force-conflicts.
 # Usage: schema_e2e.sh LOCALCLUSTER_BINARY
@@ -67,9 +68,41 @@ out=$(k create --validate=warn -f "$work/typo.yaml" 2>&1)
 [[ $out == *'Warning: unknown field "spec.runPolicy.cleanPodPolicyy"'* ]] || die "no warning: $out"
 [[ -z $(k get pytorchjob typo -o jsonpath='{.spec.runPolicy.cleanPodPolicyy}') ]] || die "the unknown field was not pruned"
 
+step "unknown fields of a built-in kind: Strict refuses, Warn warns"
+cat >"$work/pod-typo.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: typo
+  namespace: default
+spec:
+  containers:
+    - name: main
+      image: docker.io/library/busybox:1.36
+      imagePullPolicyy: Never
+      ports:
+        - containerPort: 80
+          hostPrt: 8080
+YAML
+expect_failure 'Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.containers[0].imagePullPolicyy", unknown field "spec.containers[0].ports[0].hostPrt"' \
+  create --validate=strict -f "$work/pod-typo.yaml"
+if k get pod typo -o name 2>/dev/null; then die "the refused pod was stored"; fi
+out=$(k create --validate=warn -f "$work/pod-typo.yaml" 2>&1) || die "--validate=warn refused the pod: $out"
+[[ $out == *'Warning: unknown field "spec.containers[0].imagePullPolicyy"'* ]] || die "no warning: $out"
+[[ $out == *'Warning: unknown field "spec.containers[0].ports[0].hostPrt"'* ]] || die "no warning for ports: $out"
+k delete pod typo --wait=false >/dev/null
+# A strategic merge patch of a Deployment is checked as the Deployment it describes (kubectl
+# patch sends no fieldValidation: the default, Warn).
+k create deployment web --image=docker.io/library/nginx:1.27 >/dev/null
+out=$(k patch deployment web --type=strategic -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurje":1}}}}' 2>&1) ||
+  die "patch refused: $out"
+[[ $out == *'Warning: unknown field "spec.strategy.rollingUpdate.maxSurje"'* ]] || die "no warning for the patch: $out"
+out=$(k patch deployment web --type=strategic -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":1}}}}' 2>&1)
+[[ $out != *Warning* ]] || die "a declared field warned: $out"
+
 step "CEL transition rule: schedulingPolicy.queue is immutable"
 job j1 q1 | k apply -f - >/dev/null
-expect_failure 'The PyTorchJob "j1" is invalid: spec.runPolicy.schedulingPolicy.queue: Invalid value: "q2": spec.runPolicy.schedulingPolicy.queue is immutable' \
+expect_failure 'The PyTorchJob "j1" is invalid: spec.runPolicy.schedulingPolicy.queue: Invalid value: "string": spec.runPolicy.schedulingPolicy.queue is immutable' \
   patch pytorchjob j1 --type=merge -p '{"spec":{"runPolicy":{"schedulingPolicy":{"queue":"q2"}}}}'
 k get pytorchjob j1 -o jsonpath='{.spec.runPolicy.schedulingPolicy.queue}' | grep -qx q1 || die "queue changed"
 # Other fields still change.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kubectl v1.32 against build/bin/localcluster, on the wire: the typed `kubectl create` generators
-# (which send protobuf bodies), OpenAPI v2 and v3 (`kubectl explain` of a CRD field, kubectl's own
+# (which send protobuf bodies), OpenAPI v2 and v3 (`kubectl explain` of a CRD field and of
+# built-in kinds' fields, kubectl's own
 # "no matches for kind" error for a kind that is not served), invalid query parameters answered
 # with kube-apiserver's status and message, an 8 KB label selector, an oversized body (413), a
 # client that accepts only protobuf (406), and the start-up refusals and file modes of
@@ -90,6 +91,22 @@ k wait --for=condition=Established crd/pytorchjobs.kubeflow.org --timeout=20s
 explain=$(k explain pytorchjob.spec.runPolicy)
 grep -q "FIELD: *runPolicy" <<<"$explain" || die "explain does not name the field: $explain"
 grep -q "cleanPodPolicy" <<<"$explain" || die "explain does not list runPolicy's fields: $explain"
+
+step "kubectl explain of built-in kinds: fields and types from the protobuf tables"
+explain=$(k explain pod.spec.containers.ports)
+grep -q "FIELD: *ports <\[\]ContainerPort>" <<<"$explain" || die "explain pod.spec.containers.ports: $explain"
+for f in "containerPort.*<integer>" "hostIP.*<string>" "protocol.*<string>"; do
+  grep -q "$f" <<<"$explain" || die "explain pod.spec.containers.ports lacks $f: $explain"
+done
+explain=$(k explain deployment.spec.strategy)
+grep -q "rollingUpdate.*<RollingUpdateDeployment>" <<<"$explain" || die "explain deployment.spec.strategy: $explain"
+grep -q "type.*<string>" <<<"$explain" || die "explain deployment.spec.strategy lacks type: $explain"
+explain=$(k explain deployment.spec.strategy.rollingUpdate.maxSurge)
+grep -q "maxSurge.*<IntOrString>" <<<"$explain" || die "explain maxSurge: $explain"
+explain=$(k explain job.spec.template.spec.containers.resources.limits --api-version=batch/v1)
+grep -q "limits.*<map\[string\]Quantity>" <<<"$explain" || die "explain job resources.limits: $explain"
+explain=$(k explain pod.spec.containers --output=plaintext-openapiv2)
+grep -q "imagePullPolicy.*<string>" <<<"$explain" || die "explain (OpenAPI v2) pod.spec.containers: $explain"
 
 step "a kind that is not served: kubectl's own 'no matches for kind'"
 for manifest in "apiVersion: example.com/v1

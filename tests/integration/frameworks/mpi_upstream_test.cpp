@@ -279,8 +279,11 @@ TEST_CASE("mpi-operator v0.8: created suspended, then resumed: conditions, event
         "Running=False(MPIJobSuspended: MPIJob default/pi is suspended.) ");
   CHECK(status_member(k, "/status/startTime") == "<none>");
   CHECK(k.names(kPodsR).empty());
-  CHECK(job_events(k) == std::vector<std::string>{"Normal MPIJobCreated MPIJob default/pi is created.",
-                                                  "Normal MPIJobSuspended MPIJob suspended"});
+  // The controller records its events after the status write the waits above saw.
+  const std::vector<std::string> suspended_events{"Normal MPIJobCreated MPIJob default/pi is created.",
+                                                  "Normal MPIJobSuspended MPIJob suspended"};
+  CHECK(eventually([&] { return job_events(k) == suspended_events; }));
+  CHECK(job_events(k) == suspended_events);
 
   // What Kueue does before it resumes a job: scheduling directives on the launcher template.
   k.patch_job(kMPIJobs, "pi",
@@ -293,9 +296,11 @@ TEST_CASE("mpi-operator v0.8: created suspended, then resumed: conditions, event
         "Running=False(MPIJobSuspended: MPIJob default/pi is suspended.) "
         "Suspended=False(MPIJobResumed: MPIJob resumed) ");
   CHECK(status_member(k, "/status/startTime") != "<none>");
-  CHECK(job_events(k) == std::vector<std::string>{"Normal MPIJobCreated MPIJob default/pi is created.",
-                                                  "Normal MPIJobSuspended MPIJob suspended",
-                                                  "Normal MPIJobResumed MPIJob resumed"});
+  const std::vector<std::string> resumed_events{"Normal MPIJobCreated MPIJob default/pi is created.",
+                                                "Normal MPIJobSuspended MPIJob suspended",
+                                                "Normal MPIJobResumed MPIJob resumed"};
+  CHECK(eventually([&] { return job_events(k) == resumed_events; }));
+  CHECK(job_events(k) == resumed_events);
   auto launcher = k.get(kBatchJobsR, "pi-launcher");
   REQUIRE(launcher);
   CHECK(json::get_string(launcher->root(), "/spec/template/metadata/labels/foo") == "bar");

@@ -2,6 +2,7 @@
 
 #include "localcluster/body_validation.h"
 #include "localcluster/builtin_resources.h"
+#include "localcluster/builtin_types.h"
 #include "tests/support/json.h"
 
 namespace lc = unitrain::localcluster;
@@ -63,10 +64,45 @@ TEST_CASE("undeclared fields: Strict refuses with kube-apiserver's text, Warn wa
   CHECK_FALSE(lc::enforce_field_validation(lc::FieldValidation::Ignore, fields, warnings));
   CHECK(warnings.empty());
 
-  // Built-in kinds (no schema here): only metadata is checked; strategic-merge directives pass.
+  // A kind with neither schema nor message: only metadata is checked; strategic-merge directives pass.
   static const json::Value no_schema;
-  auto cm = doc(R"({"metadata": {"name": "c", "$setElementOrder/finalizers": []}, "data": {"x": "y"}})");
-  CHECK(lc::undeclared_fields(cm.root(), no_schema).empty());
+  auto cm = doc(R"({"metadata": {"name": "c", "$setElementOrder/finalizers": [], "labelz": {}}, "data": {"x": "y"}})");
+  CHECK(lc::undeclared_fields(cm.root(), no_schema) == std::vector<std::string>{"metadata.labelz"});
+}
+
+TEST_CASE("undeclared fields of built-in kinds: every level of the type, from the protobuf tables") {
+  static const json::Value no_schema;
+  const auto* pod = lc::builtin_message("v1", "Pod");
+  REQUIRE(pod != nullptr);
+  auto body = doc(R"({"apiVersion": "v1", "kind": "Pod",
+      "metadata": {"name": "p", "labelz": {}, "ownerReferences": [{"uid": "u", "controllr": true}]},
+      "spec": {"containers": [{"name": "c", "image": "i", "foo": 1, "ports": [{"containerPort": 80, "hostPrt": 1}],
+                               "resources": {"limits": {"cpu": "1", "memory": 5}}, "env": [{"name": "A", "value": "b"}]}],
+               "volumes": [{"name": "v", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}, "bogus": {}}],
+               "$setElementOrder/containers": [{"name": "c"}],
+               "nodeSelectr": {"a": "b"}},
+      "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}})");
+  CHECK(lc::undeclared_fields(body.root(), no_schema, pod) ==
+        std::vector<std::string>{"metadata.labelz", "metadata.ownerReferences[0].controllr", "spec.containers[0].foo",
+                                 "spec.containers[0].ports[0].hostPrt", "spec.volumes[0].bogus", "spec.nodeSelectr"});
+  const auto* deployment = lc::builtin_message("apps/v1", "Deployment");
+  REQUIRE(deployment != nullptr);
+  auto d = doc(R"({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxSurje": 1}},
+                            "template": {"metadata": {"labels": {"a": "b"}, "x": 1}, "spec": {"containers": []}}}})");
+  CHECK(lc::undeclared_fields(d.root(), no_schema, deployment) ==
+        std::vector<std::string>{"spec.strategy.rollingUpdate.maxSurje", "spec.template.metadata.x"});
+  // A CRD's schema is JSONSchemaProps all the way down; default, items and additionalProperties
+  // take any JSON.
+  const auto* crd = lc::builtin_message("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+  REQUIRE(crd != nullptr);
+  auto c = doc(R"({"spec": {"group": "g", "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object",
+      "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "default": {"a": 1},
+        "properties": {"n": {"type": "integer", "minimun": 1}, "l": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": false}}}}, "servd": true}]}})");
+  CHECK(lc::undeclared_fields(c.root(), no_schema, crd) ==
+        std::vector<std::string>{"spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.n.minimun",
+                                 "spec.versions[0].servd"});
+  CHECK(lc::builtin_message("kubeflow.org/v1", "PyTorchJob") == nullptr);
 }
 
 TEST_CASE("a body's kind and apiVersion must be the URL's") {

@@ -136,7 +136,7 @@ TEST_CASE("protobuf Secrets, Services and Pods: bytes, IntOrString, Quantity, ti
         R"("resources":{"limits":{"cpu":"500m"}}}],"terminationGracePeriodSeconds":30})");
 }
 
-TEST_CASE("protobuf bodies that do not decode are 400s naming the cause; kinds without a message 415") {
+TEST_CASE("protobuf bodies that do not decode are 400s naming the cause; custom resources 415") {
   const auto refusal = [](const std::string& body) {
     auto d = lc::decode_body(body, lc::parse_media_type("application/vnd.kubernetes.protobuf"));
     REQUIRE_FALSE(d);
@@ -226,4 +226,64 @@ TEST_CASE("inline structs are flattened and JSON names come from the Go tags, no
   config.bytes(2, hook.data());
   auto v = decoded(envelope("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", config.data()));
   CHECK(json::string_at(v.root(), "/webhooks/0/name") == "check.example.com");
+}
+
+TEST_CASE("a protobuf CustomResourceDefinition: JSON, schema-or-array/bool alternatives, $ref names, whole floats") {
+  // JSONSchemaProps field numbers of k8s.io/apiextensions-apiserver's generated.proto.
+  WireWriter replicas;  // {type: integer, minimum: 1, maximum: 10.5, default: 1}
+  replicas.bytes(5, "integer");
+  WireWriter one;
+  one.bytes(1, "1");  // apiextensions JSON: raw bytes
+  replicas.bytes(8, one.data());
+  replicas.double_value(9, 10.5);
+  replicas.boolean(10, false);
+  replicas.double_value(11, 1);
+  WireWriter tag;
+  tag.bytes(5, "string");
+  WireWriter tags_items;  // JSONSchemaPropsOrArray{schema: 1}
+  tags_items.bytes(1, tag.data());
+  WireWriter tags;
+  tags.bytes(5, "array");
+  tags.bytes(24, tags_items.data());
+  WireWriter any;  // JSONSchemaPropsOrBool{allows: true}
+  any.boolean(1, true);
+  WireWriter labels;
+  labels.bytes(5, "object");
+  labels.bytes(30, any.data());
+  WireWriter spec_schema;
+  spec_schema.bytes(5, "object");
+  spec_schema.bytes(29, map_entry("replicas", replicas.data()));
+  spec_schema.bytes(29, map_entry("tags", tags.data()));
+  spec_schema.bytes(29, map_entry("labels", labels.data()));
+  WireWriter root;
+  root.bytes(5, "object");
+  root.bytes(29, map_entry("spec", spec_schema.data()));
+  WireWriter validation;
+  validation.bytes(1, root.data());
+  WireWriter version;  // CustomResourceDefinitionVersion{name 1, served 2, storage 3, schema 4}
+  version.bytes(1, "v1");
+  version.boolean(2, true);
+  version.boolean(3, true);
+  version.bytes(4, validation.data());
+  WireWriter names;  // plural 1, singular 2, kind 4
+  names.bytes(1, "widgets");
+  names.bytes(2, "");
+  names.bytes(4, "Widget");
+  WireWriter spec;  // group 1, names 3, scope 4, versions 7
+  spec.bytes(1, "example.com");
+  spec.bytes(3, names.data());
+  spec.bytes(4, "Namespaced");
+  spec.bytes(7, version.data());
+  WireWriter crd;
+  crd.bytes(1, object_meta("widgets.example.com", ""));
+  crd.bytes(2, spec.data());
+  auto d = decoded(envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd.data()));
+  CHECK(json::string_at(d.root(), "/spec/names/kind") == "Widget");
+  CHECK(json::find(d.root(), "/spec/names/singular") == nullptr);
+  const auto* props = json::find(d.root(), "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties");
+  REQUIRE(props != nullptr);
+  CHECK(json::dump(*json::find(*props, "/replicas")) ==
+        R"({"type":"integer","default":1,"maximum":10.5,"exclusiveMaximum":false,"minimum":1})");
+  CHECK(json::dump(*json::find(*props, "/tags")) == R"({"type":"array","items":{"type":"string"}})");
+  CHECK(json::dump(*json::find(*props, "/labels")) == R"({"type":"object","additionalProperties":true})");
 }

@@ -198,3 +198,15 @@ TEST_CASE("cel parse errors name the line and column") {
   REQUIRE_FALSE(p);
   CHECK(p.error().full == "ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>' expecting an expression\n | 1 +\n | ...^");
 }
+
+TEST_CASE("cel matches() reads RE2: flag groups, \\A and \\z, named groups; RE2's refusals are errors") {
+  CHECK(truth("'JOB'.matches('(?i)^job$') && !'JOB'.matches('^job$')"));
+  CHECK(truth(R"('abc'.matches('\\Aab') && 'abc'.matches('bc\\z') && !'abc'.matches('\\Abc'))"));
+  CHECK(truth("'v1.2'.matches('^v(?P<major>[0-9]+)[.](?<minor>[0-9]+)$')"));
+  CHECK(truth("'a\\nb'.matches('(?m)^b$') && !'a\\nb'.matches('^b$')"));
+  // Backreferences and lookarounds are not RE2: an evaluation error, as the rule cannot run there.
+  CHECK(run("'aa'.matches('(a)\\\\1')").error() == "invalid regular expression: (a)\\1");
+  CHECK(run("'ab'.matches('a(?=b)')").is_error());
+  CHECK(run("'ab'.matches('(?<=a)b')").is_error());
+  CHECK(run("'ab'.matches('\\\\pL')").is_error());
+}

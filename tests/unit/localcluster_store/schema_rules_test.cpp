@@ -75,14 +75,14 @@ TEST_CASE("CEL rules run on create with kube-apiserver's wording, fieldPath and 
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == 422);
   CHECK(bad.error().message ==
-        "TrainJob.example.com \"bad\" is invalid: [spec.minReplicas: Invalid value: "
+        "TrainJob.example.com \"bad\" is invalid: [spec.minReplicas: Invalid value: \"object\": "
         "minReplicas must not exceed replicas, spec.mode: Forbidden: mode must be a or b, spec.tags: Invalid value: "
-        "failed rule: self.all(t, t.startsWith('x-'))]");
+        "\"array\": failed rule: self.all(t, t.startsWith('x-'))]");
 
   auto root = f.create("a-name-longer-than-twenty", R"({"replicas": 1})");
   REQUIRE_FALSE(root);
   CHECK(root.error().message ==
-        "TrainJob.example.com \"a-name-longer-than-twenty\" is invalid: <nil>: Invalid value: name too long");
+        "TrainJob.example.com \"a-name-longer-than-twenty\" is invalid: <nil>: Invalid value: \"object\": name too long");
 
   // A rule that reads a missing field is an evaluation error, not a pass.
   auto missing = f.create("nomin", R"({"minReplicas": 1})");
@@ -101,12 +101,12 @@ TEST_CASE("transition rules compare with the stored object on update only") {
   auto queue = f.patch_spec("j", R"({"queue": "q2"})");
   REQUIRE_FALSE(queue);
   CHECK(queue.error().message ==
-        "TrainJob.example.com \"j\" is invalid: spec.queue: Invalid value: \"q2\": queue is immutable");
+        "TrainJob.example.com \"j\" is invalid: spec.queue: Invalid value: \"string\": queue is immutable");
 
   auto shrink = f.patch_spec("j", R"({"replicas": 2})");
   REQUIRE_FALSE(shrink);
   CHECK(shrink.error().message ==
-        "TrainJob.example.com \"j\" is invalid: spec: Invalid value: replicas may not shrink from 4");
+        "TrainJob.example.com \"j\" is invalid: spec: Invalid value: \"object\": replicas may not shrink from 4");
   REQUIRE(f.patch_spec("j", R"({"replicas": 2, "allowShrink": true})"));
 
   // Map-list items correlate by key: the same worker may not change its image, a new one may
@@ -114,7 +114,7 @@ TEST_CASE("transition rules compare with the stored object on update only") {
   auto image = f.patch_spec("j", R"({"workers": [{"name": "w0", "image": "i2"}]})");
   REQUIRE_FALSE(image);
   CHECK(image.error().message ==
-        "TrainJob.example.com \"j\" is invalid: spec.workers[0].image: Invalid value: \"i2\": failed rule: "
+        "TrainJob.example.com \"j\" is invalid: spec.workers[0].image: Invalid value: \"string\": failed rule: "
         "self == oldSelf");
   REQUIRE(f.patch_spec("j", R"({"workers": [{"name": "w0", "image": "i1"}, {"name": "w1", "image": "other"}]})"));
 
