@@ -128,13 +128,7 @@ void OperatorWebhooks::keep_certificates() {
         spdlog::error("webhook configurations: {}", s.error().message);
         wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
       }
-      // While the served certificate changes, the API server trusts both CAs, so no call fails
-      // between the caBundle update and the swap; the next check drops the old CA.
-      if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
-        say("webhook caBundle: " + s.error().message);
-        wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
-      }
-      if (changed) {
+      auto serve = [&] {
         if (auto s = server_->set_certificate(bundle->cert, bundle->key); !s) {
           say("webhook certificates: " + s.error().message);
           wait = std::chrono::seconds(2);
@@ -150,7 +144,19 @@ void OperatorWebhooks::keep_certificates() {
           ready_ = true;
         }
         cv_.notify_all();
+      };
+      // The first certificate is served before its CA is announced: once the caBundle names it
+      // (another replica may have put it there already), the API server calls this replica too,
+      // and a server without a certificate fails the handshake.
+      const bool first = changed && previous_ca.empty();
+      if (first) serve();
+      // While the served certificate changes, the API server trusts both CAs, so no call fails
+      // between the caBundle update and the swap; the next check drops the old CA.
+      if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
+        say("webhook caBundle: " + s.error().message);
+        wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
       }
+      if (changed && !first) serve();
     }
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, wait, [&] { return stopping_; })) return;

@@ -532,6 +532,9 @@ def main():
                 time.sleep(0.1)
         else:
             raise RuntimeError("MPIJob v1 is not served: no operator answers the CRD's conversion webhook")
+        # As a Service lists only Ready pods: the reader starts once both replicas serve their
+        # webhooks (a replica still without the shared certificate fails the handshake).
+        ops.wait_all_serving()
 
         # The mix: scenarios round-robin over a seeded shuffle, kinds likewise (MPIJob only where it applies).
         plan = []

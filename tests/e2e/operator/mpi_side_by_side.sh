@@ -37,10 +37,10 @@ k() { kubectl --kubeconfig "$kc" "$@"; }
 
 served=$(k get crd mpijobs.kubeflow.org -o jsonpath='{range .spec.versions[*]}{.name}/{.storage} {end}{.spec.conversion.strategy}')
 [[ $served == "v2beta1/true v1/false Webhook" ]] || fail "mpijobs CRD serves '$served'"
-# One defaulting webhook per MPIJob version, each matching only the version it names; no other
-# kind has two modules, so no other defaulting webhook is registered.
+# One defaulting webhook per MPIJob version, each matching only the version it names (other
+# kinds get one only when their module persists its defaults, as JobSet's does).
 defaulters=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubeflow.org \
-               -o jsonpath='{range .webhooks[*]}{.name}/{.matchPolicy} {end}')
+               -o jsonpath='{range .webhooks[*]}{.name}/{.matchPolicy} {end}' | tr ' ' '\n' | grep mpijob | tr '\n' ' ')
 [[ $defaulters == "defaulter.mpijob-v2beta1.training-operator.kubeflow.org/Exact defaulter.mpijob-v1.training-operator.kubeflow.org/Exact " ]] \
   || fail "defaulting webhooks: '$defaulters'"
 
