@@ -36,4 +36,9 @@ Result<std::vector<DesiredObject>> KubeflowV1Plugin::desired_objects(const json:
   return replica_services(d_, job);
 }
 
+WorkloadPlan WorkloadModulePlugin::plan(const json::Value& job, const Observed& observed, std::string_view now) const {
+  auto t = api::parse_time(now);
+  return plan_at(job, observed, t ? *t : api::Clock::now());
+}
+
 }  // namespace unitrain::framework

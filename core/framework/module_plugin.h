@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/api/time.h"
 #include "core/framework/descriptor.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
@@ -31,6 +32,26 @@ class ModulePlugin : public FrameworkPlugin {
  protected:
   const FrameworkDescriptor d_;
   const PluginConfig config_;  // options (every declared one, defaulted), gang scheduler, cluster domain
+};
+
+// A kind whose children are whole workloads (JobSets, batch Jobs) rather than pods: the core's pod
+// pipeline gets nothing from it, and each pass asks plan_at() for the whole decision at the pass's
+// time (core/controller/workload_pass.h).
+class WorkloadModulePlugin : public ModulePlugin, public WorkloadPlanner {
+ public:
+  using ModulePlugin::ModulePlugin;
+
+  std::vector<PodSlot> pod_slots(const json::Value&) const override { return {}; }
+  Status decorate_pod(const json::Value&, const PodSlot&, json::Document&) const override { return {}; }
+  Result<std::vector<DesiredObject>> desired_objects(const json::Value&, const Observed&) const override {
+    return std::vector<DesiredObject>{};
+  }
+  StatusProposal compute_status(const json::Value&, const Observed&) const override { return {}; }
+  // `now` as the core passes it (RFC 3339); the plugin's clock when it does not parse.
+  WorkloadPlan plan(const json::Value& job, const Observed& observed, std::string_view now) const final;
+
+ protected:
+  virtual WorkloadPlan plan_at(const json::Value& job, const Observed& observed, api::TimePoint now) const = 0;
 };
 
 // What tells one training-operator kind from another: the constants of its Go API package.

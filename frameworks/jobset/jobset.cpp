@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/api/time.h"
+#include "core/framework/module_plugin.h"
 #include "frameworks/jobset/jobset.h"
 #include "frameworks/jobset/register.h"
 
@@ -10,13 +11,11 @@ namespace unitrain::frameworks::jobset {
 
 namespace {
 
-class JobSetPlugin final : public framework::FrameworkPlugin,
-                           public framework::WorkloadPlanner,
-                           public framework::PipelineDepartures {
+class JobSetPlugin final : public framework::WorkloadModulePlugin, public framework::PipelineDepartures {
  public:
-  JobSetPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig&) : d_(std::move(descriptor)) {}
+  JobSetPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config)
+      : WorkloadModulePlugin(std::move(descriptor), config) {}
 
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
 
   void set_defaults(json::Document& job) const override { jobset::set_defaults(job); }
@@ -24,18 +23,9 @@ class JobSetPlugin final : public framework::FrameworkPlugin,
     return jobset::validate(old_job, job);
   }
 
-  // Pods are the batch Job controller's: the core keeps none itself.
-  std::vector<framework::PodSlot> pod_slots(const json::Value&) const override { return {}; }
-  Status decorate_pod(const json::Value&, const framework::PodSlot&, json::Document&) const override { return {}; }
-  Result<std::vector<framework::DesiredObject>> desired_objects(const json::Value&, const framework::Observed&) const override {
-    return std::vector<framework::DesiredObject>{};
-  }
-  framework::StatusProposal compute_status(const json::Value&, const framework::Observed&) const override { return {}; }
-
-  framework::WorkloadPlan plan(const json::Value& job, const framework::Observed& observed,
-                               std::string_view now) const override {
-    auto t = api::parse_time(now);
-    return jobset::plan(job, observed, t ? *t : api::Clock::now());
+  framework::WorkloadPlan plan_at(const json::Value& job, const framework::Observed& observed,
+                                  api::TimePoint now) const override {
+    return jobset::plan(job, observed, now);
   }
 
   // The controller's events about its children: only failed creates (JobCreationFailed,
@@ -56,7 +46,6 @@ class JobSetPlugin final : public framework::FrameworkPlugin,
   bool validates_defaulted() const override { return true; }
 
  private:
-  framework::FrameworkDescriptor d_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/api/time.h"
+#include "core/framework/module_plugin.h"
 #include "core/framework/job_labels.h"
 #include "core/framework/json_members.h"
 #include "core/ssh/ssh_key.h"
@@ -23,13 +24,11 @@ Result<BuildInput::SshKeys> fresh_ssh_keys() {
   return BuildInput::SshKeys{key->private_key_pem, key->authorized_key};
 }
 
-class TrainJobPlugin final : public framework::FrameworkPlugin,
-                             public framework::WorkloadPlanner,
-                             public framework::PipelineDepartures {
+class TrainJobPlugin final : public framework::WorkloadModulePlugin, public framework::PipelineDepartures {
  public:
-  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig&) : d_(std::move(descriptor)) {}
+  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config)
+      : WorkloadModulePlugin(std::move(descriptor), config) {}
 
-  const framework::FrameworkDescriptor& descriptor() const override { return d_; }
   framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
 
   // The CRD's defaults, for a TrainJob that reached us without them.
@@ -52,17 +51,9 @@ class TrainJobPlugin final : public framework::FrameworkPlugin,
     return out;
   }
 
-  std::vector<framework::PodSlot> pod_slots(const json::Value&) const override { return {}; }
-  Status decorate_pod(const json::Value&, const framework::PodSlot&, json::Document&) const override { return {}; }
-  Result<std::vector<framework::DesiredObject>> desired_objects(const json::Value&, const framework::Observed&) const override {
-    return std::vector<framework::DesiredObject>{};
-  }
-  framework::StatusProposal compute_status(const json::Value&, const framework::Observed&) const override { return {}; }
-
-  framework::WorkloadPlan plan(const json::Value& job, const framework::Observed& observed,
-                               std::string_view now) const override {
-    auto t = api::parse_time(now);
-    return trainer::plan(job, observed, t ? *t : api::Clock::now(), &fresh_ssh_keys);
+  framework::WorkloadPlan plan_at(const json::Value& job, const framework::Observed& observed,
+                                  api::TimePoint now) const override {
+    return trainer::plan(job, observed, now, &fresh_ssh_keys);
   }
 
   // Upstream's TrainJob controller records no events about the objects it applies.
@@ -79,7 +70,6 @@ class TrainJobPlugin final : public framework::FrameworkPlugin,
   bool reconciles_on_any_child() const override { return true; }
 
  private:
-  framework::FrameworkDescriptor d_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
