@@ -65,12 +65,16 @@ done
 (( pending == 0 )) || fail "not every job finished within 140 s: $(for j in "${jobs[@]}"; do set -- $j; echo "$2=$(done_state "$1" "$2")"; done)"
 echo "all five jobs finished as expected in $((SECONDS - start)) s"
 
-# Every object of the namespace, traced to the top-level job that owns it.
-for r in pods services configmaps secrets jobs.batch jobsets.jobset.x-k8s.io serviceaccounts roles rolebindings \
-         pytorchjobs.kubeflow.org mpijobs.v2beta1.kubeflow.org trainjobs.trainer.kubeflow.org; do
-  k get "$r" -n default -o json >"$work/$r.json" || fail "listing $r"
-done
-python3 - "$work" <<'PY' || fail "ownership"
+# Every object of the namespace, traced to the top-level job that owns it. A finished JobSet deletes
+# its Jobs in the foreground, so for a moment a pod can outlive its Job: the check waits (bounded)
+# for the garbage collector to settle.
+check_ownership() {
+  local r
+  for r in pods services configmaps secrets jobs.batch jobsets.jobset.x-k8s.io serviceaccounts roles rolebindings \
+           pytorchjobs.kubeflow.org mpijobs.v2beta1.kubeflow.org trainjobs.trainer.kubeflow.org; do
+    k get "$r" -n default -o json >"$work/$r.json" || fail "listing $r"
+  done
+  python3 - "$work" >"$work/ownership.out" 2>&1 <<'PY'
 import glob, json, sys
 objs = {}
 for path in glob.glob(sys.argv[1] + "/*.json"):
@@ -122,4 +126,11 @@ if bad:
     print("\n".join(bad))
     sys.exit(1)
 PY
+}
+for attempt in $(seq 20); do
+  check_ownership && break
+  (( attempt == 20 )) && { cat "$work/ownership.out"; fail "ownership"; }
+  sleep 1
+done
+cat "$work/ownership.out"
 echo "ok: each job owns only its own module's objects"
