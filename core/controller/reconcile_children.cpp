@@ -163,7 +163,8 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   if (!existing) {
     json::Document obj = want.object;
     (void)json::set_string(obj, "/metadata/namespace", ns_);
-    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    if (want.owned_by_job)
+      if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
     label_for_caches(obj);
     if (want.use_existing) {
       // The cache holds only objects with our labels: one the job may use as it is (a

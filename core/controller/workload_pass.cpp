@@ -68,15 +68,15 @@ ReconcileResult WorkloadPass::run() {
     if (auto e = delete_job()) return failed_with(*e);
     return {};
   }
-  // Every write is tried; the first failure fails the pass (retried with backoff), as upstream
-  // joins the errors of its parallel creates.
+  // Every deletion and update is tried, then the creations (run by run); the first failure fails
+  // the pass (retried with backoff), as upstream joins the errors of its parallel writes.
   std::optional<ApiError> first_error;
   auto keep = [&](std::optional<ApiError> e) {
     if (e && !first_error) first_error = std::move(e);
   };
   for (const auto& deletion : plan.deletions) keep(delete_child(deletion));
   for (const auto& update : plan.updates) keep(update_child(update));
-  for (const auto& creation : plan.creations) keep(create_child(creation));
+  keep(create_children(plan.creations));
   if (first_error) return failed_with(*first_error);
   ReconcileResult result;
   if (plan.requeue_after_ms) result.requeue_after = std::chrono::milliseconds(std::max<int64_t>(*plan.requeue_after_ms, 0));
@@ -140,20 +140,39 @@ std::optional<ApiError> WorkloadPass::update_child(const framework::DesiredObjec
   return std::nullopt;
 }
 
+std::optional<ApiError> WorkloadPass::create_children(const std::vector<framework::DesiredObject>& creations) {
+  // Runs of one resource go out in parallel on the write pool (whose threads bound the writes in
+  // flight; each still waits for the client's rate limiter); the next run waits for this one, and
+  // does not start after a failure in it.
+  for (std::size_t begin = 0; begin < creations.size();) {
+    std::size_t end = begin + 1;
+    while (end < creations.size() && creations[end].resource == creations[begin].resource) ++end;
+    std::vector<const framework::DesiredObject*> run;
+    for (std::size_t i = begin; i < end; ++i) run.push_back(&creations[i]);
+    if (auto e = run_bounded(deps_.write_pool, run, [&](const framework::DesiredObject* want) { return create_child(*want); }))
+      return e;
+    begin = end;
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> WorkloadPass::create_child(const framework::DesiredObject& want) {
   const std::string obj_name(api::name_of(want.object.root()));
   const std::string kind(api::kind_of(want.object.root()));
   json::Document obj = want.object;
   (void)json::set_string(obj, "/metadata/namespace", ns_);
-  if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+  if (want.owned_by_job)
+    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
   if (auto labels = child_labels(descriptor_); labels)
     for (const auto& [key, value] : *labels) (void)api::set_label(obj, key, value);
   auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
   if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
+    // Whoever's it is, it is used as it is.
+    if (want.use_existing) return std::nullopt;
     // Created by a pass the cache has not caught up with, or someone else's.
     auto live = deps_.client.get(want.resource, ns_, obj_name);
     if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-    if (api::is_controlled_by(live->root(), uid_) || want.use_existing) return std::nullopt;
+    if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
     const auto wording = deps_.plugin.foreign_object_wording(cached(), {kind, want.resource.resource, obj_name});
     writes_.event("Warning", wording.reason, wording.message);
     ApiError e;

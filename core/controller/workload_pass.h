@@ -25,6 +25,7 @@ class WorkloadPass {
   std::optional<kube::ApiError> delete_job();
   std::optional<kube::ApiError> delete_child(const framework::ChildDeletion& deletion);
   std::optional<kube::ApiError> update_child(const framework::DesiredObject& want);
+  std::optional<kube::ApiError> create_children(const std::vector<framework::DesiredObject>& creations);
   std::optional<kube::ApiError> create_child(const framework::DesiredObject& want);
   const json::Value& cached() const { return cached_->root(); }
 

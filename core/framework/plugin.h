@@ -72,6 +72,9 @@ struct DesiredObject {
   // An existing object of this name that the job does not control is used as it is instead of
   // being an ErrResourceExists conflict (a ServiceAccount the pod template names).
   bool use_existing = false;
+  // The core makes the job the object's controller owner when it creates it; false creates it
+  // unowned, so it outlives the job (a JobSet's PersistentVolumeClaim under `whenDeleted: Retain`).
+  bool owned_by_job = true;
   // Created or updated once the slot pods exist, not before them (mpi-operator's launcher Job
   // comes after its workers, and is unsuspended only once they are back).
   bool after_pods = false;
@@ -223,8 +226,12 @@ struct WorkloadPlan {
   // Objects as they should now be, each built from the observed one (its resourceVersion kept):
   // replaced as they are, after `status_cleared_first` is removed through the status subresource.
   std::vector<DesiredObject> updates;
-  // Created when missing (the core adds the controller owner reference); one the job already
-  // controls is left as it is, another owner's is a conflict (foreign_object_wording).
+  // Created when missing (the core adds the controller owner reference unless owned_by_job is
+  // false); one the job already controls is left as it is, another owner's is a conflict
+  // (foreign_object_wording). Consecutive creations of one resource are sent in parallel (at
+  // most the controller's max_parallel_writes at a time); each run of them starts once the one
+  // before it is done, and a run with a failure ends the pass before the next (a JobSet's
+  // Service, then its PersistentVolumeClaims, then its Jobs, as upstream stops at a failed step).
   std::vector<DesiredObject> creations;
   std::optional<int64_t> requeue_after_ms;  // act again then (a TTL to honour)
   // Objects the plan needs read first. When non-empty and the plan was made without

@@ -29,11 +29,12 @@ class JobSetPlugin final : public framework::WorkloadModulePlugin, public framew
   }
 
   // The controller's events about its children: only failed creates (JobCreationFailed,
-  // HeadlessServiceCreationFailed); a deletion or creation records nothing.
+  // HeadlessServiceCreationFailed, PVCCreationFailed); a deletion or creation records nothing.
   framework::CoreWording child_event(framework::ChildEvent e, const json::Value&,
                                      const framework::ChildSubject& subject) const override {
     if (e != framework::ChildEvent::CreateFailed) return {};
     if (subject.kind == "Service") return {"HeadlessServiceCreationFailed", std::string(subject.detail), "Warning"};
+    if (subject.kind == "PersistentVolumeClaim") return {"PVCCreationFailed", std::string(subject.detail), "Warning"};
     return {"JobCreationFailed", fmt::format("job \"{}\" creation failed with error: {}", subject.name, subject.detail),
             "Warning"};
   }
@@ -71,7 +72,8 @@ Status register_jobset(framework::Registry& registry) {
   auto r = framework::registration_of<JobSetPlugin>(make_descriptor());
   r.permissions = {
       {{"batch"}, {"jobs"}, {"get", "list", "watch", "create", "update", "delete"}, "JobSet: its child batch/v1 Jobs."},
-      {{"batch"}, {"jobs/status"}, {"update"}, "JobSet: a resumed Job's startTime is cleared before its template changes."}};
+      {{"batch"}, {"jobs/status"}, {"update"}, "JobSet: a resumed Job's startTime is cleared before its template changes."},
+      {{""}, {"persistentvolumeclaims"}, {"create"}, "JobSet: the claims of its volumeClaimPolicies."}};
   r.webhooks.validate = {"CREATE", "UPDATE"};
   r.webhooks.mutate = {"CREATE"};
   return registry.add(std::move(r));

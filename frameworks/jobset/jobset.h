@@ -37,6 +37,10 @@ inline constexpr std::string_view kJobGroupIndex = "jobset.sigs.k8s.io/job-group
 inline constexpr std::string_view kCoordinator = "jobset.sigs.k8s.io/coordinator";
 inline constexpr std::string_view kExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 inline constexpr std::string_view kNodeSelectorStrategy = "alpha.jobset.sigs.k8s.io/node-selector";
+// Exclusive placement by node selector: the nodeSelector key (value "<namespace>_<job>") and the
+// taint the Job's pods tolerate.
+inline constexpr std::string_view kNamespacedJob = "alpha.jobset.sigs.k8s.io/namespaced-job";
+inline constexpr std::string_view kNoScheduleTaint = "alpha.jobset.sigs.k8s.io/no-schedule";
 }  // namespace keys
 
 // The mutating webhook's defaults (CREATE), applied to fields that are absent.
@@ -52,11 +56,29 @@ int32_t replicas_of(const json::Value& rjob);
 std::string sha1_hex(std::string_view text);
 
 // The child Job `<jobset>-<rjob>-<index>` of replicatedJobs[rjob_position] at the JobSet's
-// current restart attempt (status.restarts), without owner reference (the core adds it).
+// current restart attempt (status.restarts), without owner reference (the core adds it): with
+// exclusive placement's annotations, its node selector and toleration, and a volume for each
+// claim of volumeClaimPolicies a container mounts.
 json::Document child_job(const json::Value& js, std::size_t rjob_position, int32_t job_index);
 
 // The headless Service named after network.subdomain (or the JobSet).
 json::Document headless_service(const json::Value& js);
+
+// A PersistentVolumeClaim of spec.volumeClaimPolicies, and whether the JobSet owns it
+// (`whenDeleted: Delete`; a Retain claim outlives the JobSet).
+struct VolumeClaim {
+  json::Document object;
+  bool owned_by_jobset = true;
+};
+// One claim per template of every policy, named claim_name(jobset, template), with the
+// template's labels (plus jobset-name), annotations and spec.
+std::vector<VolumeClaim> volume_claims(const json::Value& js);
+// `<template>-<jobset>`.
+std::string claim_name(std::string_view jobset_name, std::string_view template_name);
+// The template names of every volumeClaimPolicies entry, in order.
+std::vector<std::string> claim_template_names(const json::Value& js);
+// Whether a container or init container of `pod_spec` mounts the volume named `volume`.
+bool mounts_volume(const json::Value& pod_spec, std::string_view volume);
 
 // One reconcile pass (v0.12.0's Reconcile), decided from the defaulted JobSet, its observed
 // Jobs (observed.owned["jobs.batch"]) and Services, at `now`.

@@ -12,6 +12,7 @@ namespace unitrain::frameworks::jobset {
 
 namespace {
 
+using framework::json_members::ensure_array;
 using framework::json_members::ensure_object;
 using framework::json_members::member;
 using framework::json_members::put;
@@ -102,16 +103,108 @@ json::Document child_job(const Value& js, std::size_t rjob_position, int32_t job
       put_entry(pod_template["metadata"], field, key, value, a);
     }
   }
-  // Exclusive placement's annotations travel from the JobSet or the replicated Job.
-  for (std::string_view key : {keys::kExclusiveTopology, keys::kNodeSelectorStrategy}) {
-    const std::string pointer = "/" + json::escape_pointer_token(key);
-    auto value = json::get_string(js, "/metadata/annotations" + pointer);
-    if (!value) value = json::get_string(rjob, "/template/metadata/annotations" + pointer);
-    if (value) put_entry(root["metadata"], "annotations", key, *value, a);
+  // Exclusive placement's annotations (on the Job and its pods) come from the JobSet, then from
+  // the replicated Job, which wins; the node-selector strategy only along with the topology key
+  // of the same object.
+  for (const Value* source : {member(member(&js, "metadata"), "annotations"), json::find(rjob, "/template/metadata/annotations")}) {
+    const Value* topology = member(source, keys::kExclusiveTopology);
+    if (topology == nullptr || !topology->IsString()) continue;
+    const Value* strategy = member(source, keys::kNodeSelectorStrategy);
+    for (Value* meta : {&root["metadata"], &pod_template["metadata"]}) {
+      put_entry(*meta, "annotations", keys::kExclusiveTopology, json::view(*topology), a);
+      if (strategy != nullptr && strategy->IsString())
+        put_entry(*meta, "annotations", keys::kNodeSelectorStrategy, json::view(*strategy), a);
+    }
   }
+  Value& pod_spec = ensure_object(pod_template, "spec", a);
+  if (dns_hostnames) put(pod_spec, "subdomain", subdomain, a);
+  // The node-selector strategy: the nodes were labelled and tainted for this Job beforehand.
+  const Value* job_annotations = member(&root["metadata"], "annotations");
+  if (member(job_annotations, keys::kExclusiveTopology) != nullptr && member(job_annotations, keys::kNodeSelectorStrategy) != nullptr) {
+    put(ensure_object(pod_spec, "nodeSelector", a), keys::kNamespacedJob, fmt::format("{}_{}", ns, job_name), a);
+    Value toleration(rapidjson::kObjectType);
+    toleration.AddMember("key", json::str(keys::kNoScheduleTaint, a), a);
+    toleration.AddMember("operator", "Exists", a);
+    toleration.AddMember("effect", "NoSchedule", a);
+    ensure_array(pod_spec, "tolerations", a).PushBack(toleration, a);
+  }
+  // A claim of volumeClaimPolicies becomes a pod volume where a container mounts it.
+  for (const std::string& claim : claim_template_names(js)) {
+    if (!mounts_volume(pod_spec, claim)) continue;
+    Value volume(rapidjson::kObjectType);
+    volume.AddMember("name", json::str(claim, a), a);
+    Value source(rapidjson::kObjectType);
+    source.AddMember("claimName", json::str(claim_name(js_name, claim), a), a);
+    volume.AddMember("persistentVolumeClaim", source, a);
+    ensure_array(pod_spec, "volumes", a).PushBack(volume, a);
+  }
+  // Last: a member added to the Job's spec may move its pod template.
   put(job_spec, "suspend", Value(json::get_bool(js, "/spec/suspend").value_or(false)), a);
-  if (dns_hostnames) put(ensure_object(pod_template, "spec", a), "subdomain", subdomain, a);
   return job;
+}
+
+std::string claim_name(std::string_view jobset_name, std::string_view template_name) {
+  return fmt::format("{}-{}", template_name, jobset_name);
+}
+
+std::vector<std::string> claim_template_names(const Value& js) {
+  std::vector<std::string> out;
+  const Value* policies = json::find(js, "/spec/volumeClaimPolicies");
+  if (policies == nullptr || !policies->IsArray()) return out;
+  for (const auto& policy : policies->GetArray()) {
+    const Value* templates = member(&policy, "templates");
+    if (templates == nullptr || !templates->IsArray()) continue;
+    for (const auto& t : templates->GetArray()) out.push_back(json::string_at(t, "/metadata/name"));
+  }
+  return out;
+}
+
+bool mounts_volume(const Value& pod_spec, std::string_view volume) {
+  for (std::string_view field : {"containers", "initContainers"}) {
+    const Value* containers = member(&pod_spec, field);
+    if (containers == nullptr || !containers->IsArray()) continue;
+    for (const auto& c : containers->GetArray()) {
+      const Value* mounts = member(&c, "volumeMounts");
+      if (mounts == nullptr || !mounts->IsArray()) continue;
+      for (const auto& m : mounts->GetArray())
+        if (json::string_at(m, "/name") == volume) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<VolumeClaim> volume_claims(const Value& js) {
+  std::vector<VolumeClaim> out;
+  const Value* policies = json::find(js, "/spec/volumeClaimPolicies");
+  if (policies == nullptr || !policies->IsArray()) return out;
+  const std::string js_name = json::string_at(js, "/metadata/name");
+  const std::string ns = json::string_at(js, "/metadata/namespace");
+  for (const auto& policy : policies->GetArray()) {
+    // The defaulting webhook sets Delete; a policy without one (not defaulted) is not owned.
+    const bool owned = json::string_at(policy, "/retentionPolicy/whenDeleted") == "Delete";
+    const Value* templates = member(&policy, "templates");
+    if (templates == nullptr || !templates->IsArray()) continue;
+    for (const auto& t : templates->GetArray()) {
+      json::Document claim = json::Document::object();
+      auto& a = claim.alloc();
+      Value& root = claim.root();
+      root.AddMember("apiVersion", "v1", a);
+      root.AddMember("kind", "PersistentVolumeClaim", a);
+      Value metadata(rapidjson::kObjectType);
+      metadata.AddMember("name", json::str(claim_name(js_name, json::string_at(t, "/metadata/name")), a), a);
+      metadata.AddMember("namespace", json::str(ns, a), a);
+      const Value* labels = json::find(t, "/metadata/labels");
+      metadata.AddMember("labels", labels != nullptr && labels->IsObject() ? json::clone(*labels, a) : Value(rapidjson::kObjectType), a);
+      put(metadata["labels"], keys::kJobSetName, js_name, a);
+      if (const Value* annotations = json::find(t, "/metadata/annotations"); annotations != nullptr && annotations->IsObject())
+        metadata.AddMember("annotations", json::clone(*annotations, a), a);
+      root.AddMember("metadata", metadata, a);
+      const Value* spec = member(&t, "spec");
+      root.AddMember("spec", spec != nullptr && spec->IsObject() ? json::clone(*spec, a) : Value(rapidjson::kObjectType), a);
+      out.push_back({std::move(claim), owned});
+    }
+  }
+  return out;
 }
 
 json::Document headless_service(const Value& js) {

@@ -1,6 +1,7 @@
 // One JobSet reconcile pass as a plan, in v0.12.0's order: sort the Jobs, recompute
 // replicatedJobsStatus, finished (delete active Jobs, TTL), delete previous attempts, failure
-// policy, success policy, headless Service, missing Jobs (InOrder, dependsOn), suspend/resume.
+// policy, success policy, headless Service, volumeClaimPolicies' claims, missing Jobs (InOrder,
+// dependsOn, BlockingRecreate), suspend/resume.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -27,6 +28,7 @@ using json::Value;
 
 const kube::GroupVersionResource kJobs{"batch", "v1", "jobs"};
 const kube::GroupVersionResource kServices{"", "v1", "services"};
+const kube::GroupVersionResource kClaims{"", "v1", "persistentvolumeclaims"};
 
 std::string label(const Value& obj, std::string_view key) {
   return std::string(json::get_string(obj, "/metadata/labels/" + json::escape_pointer_token(key)).value_or(""));
@@ -150,6 +152,7 @@ class Planner {
     }
     if (!jobs_.succeeded.empty() && success_policy()) return finish();
     headless_service_if_needed();
+    volume_claims();
     create_missing_jobs(suspended);
     if (suspended) suspend_jobs();
     else resume_jobs();
@@ -365,6 +368,17 @@ class Planner {
     plan_.creations.push_back(std::move(want));
   }
 
+  // Every pass asks for each claim of volumeClaimPolicies, as upstream creates them on every
+  // reconcile: one that exists (whoever's) is left as it is.
+  void volume_claims() {
+    for (auto& claim : jobset::volume_claims(js_)) {
+      framework::DesiredObject want = desired(kClaims, std::move(claim.object));
+      want.use_existing = true;
+      want.owned_by_job = claim.owned_by_jobset;
+      plan_.creations.push_back(std::move(want));
+    }
+  }
+
   // dependsOn: every dependency reached its status (Complete: all succeeded; Ready: all ready,
   // failed or succeeded).
   bool dependencies_met(const Value& rjob) const {
@@ -390,13 +404,20 @@ class Planner {
                 "Normal", plan_.events);
   }
 
+  // BlockingRecreate: after a restart, no Job of the new attempt until every Job of the
+  // previous ones is gone (Recreate replaces each Job as soon as its own predecessor is gone).
+  bool blocked_by_previous_attempt() const {
+    return !jobs_.previous.empty() && json::string_at(js_, "/spec/failurePolicy/restartStrategy") == "BlockingRecreate";
+  }
+
   void create_missing_jobs(bool suspended) {
     const Value& list = rjobs();
+    const bool blocked = blocked_by_previous_attempt();
     for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
       const Value& rjob = list[i];
       if (!dependencies_met(rjob)) continue;
       if (in_order() && started(rjob, rjob_status(json::string_at(rjob, "/name")))) continue;
-      for (int32_t index = 0; index < replicas_of(rjob); ++index) {
+      for (int32_t index = 0; !blocked && index < replicas_of(rjob); ++index) {
         json::Document job = child_job(js_, i, index);
         const std::string name(api::name_of(job.root()));
         if (std::find(names_.begin(), names_.end(), name) != names_.end()) continue;

@@ -85,6 +85,50 @@ void validate_failure_policy(const Value& policy, const std::set<std::string>& r
   }
 }
 
+// Each claim template: a unique DNS-1123 name whose claim `<template>-<jobset>` fits 63
+// characters, mounted by some container, and no pod volume of the same name. (Upstream's paths
+// say `template[i]` for `templates[i]`; kept, as users see them.)
+void validate_volume_claim_policies(const Value& js, api::FieldErrorList& errs) {
+  const Value* policies = json::find(js, "/spec/volumeClaimPolicies");
+  if (policies == nullptr || !policies->IsArray()) return;
+  const std::string js_name = json::string_at(js, "/metadata/name");
+  const Value* rjobs = json::find(js, "/spec/replicatedJobs");
+  std::set<std::string> seen;
+  for (rapidjson::SizeType p = 0; p < policies->Size(); ++p) {
+    const Value* templates = member(&(*policies)[p], "templates");
+    if (templates == nullptr || !templates->IsArray()) continue;
+    for (rapidjson::SizeType t = 0; t < templates->Size(); ++t) {
+      const std::string name = json::string_at((*templates)[t], "/metadata/name");
+      const FieldPath path = FieldPath("spec").child("volumeClaimPolicies").index(p).child("template").index(t).child("name");
+      if (seen.count(name)) errs.push_back(FieldError::invalid(path, name, "names must be unique for VolumeClaimPolicies template"));
+      for (const auto& m : api::validate_dns1123_subdomain(name)) errs.push_back(FieldError::invalid(path, name, m));
+      if (claim_name(js_name, name).size() > 63)
+        errs.push_back(FieldError::invalid(path, name, "VolumeClaimPolicies template name is too long"));
+      bool mounted = false;
+      if (rjobs != nullptr && rjobs->IsArray()) {
+        for (rapidjson::SizeType r = 0; r < rjobs->Size(); ++r) {
+          const Value* pod_spec = json::find((*rjobs)[r], "/template/spec/template/spec");
+          if (pod_spec == nullptr) continue;
+          mounted = mounted || mounts_volume(*pod_spec, name);
+          const Value* volumes = member(pod_spec, "volumes");
+          if (volumes == nullptr || !volumes->IsArray()) continue;
+          for (rapidjson::SizeType v = 0; v < volumes->Size(); ++v)
+            if (json::string_at((*volumes)[v], "/name") == name)
+              errs.push_back(FieldError::invalid(FieldPath("spec").child("replicatedJobs").index(r).child("template").child("spec")
+                                                     .child("template").child("spec").child("volumes").index(v).child("name"),
+                                                 name, fmt::format("volume name conflicts with VolumeClaimPolicy template name: {}", name)));
+        }
+      }
+      if (!mounted)
+        errs.push_back(FieldError::invalid(FieldPath("spec").child("replicatedJobs"), {},
+                                           fmt::format("replicatedJob containers don't have a matching volumeMount: {} from "
+                                                       "VolumeClaimPolicies",
+                                                       name)));
+      seen.insert(name);
+    }
+  }
+}
+
 }  // namespace
 
 void set_defaults(json::Document& js) {
@@ -249,6 +293,7 @@ framework::Validation validate(const Value* old_js, const Value& js) {
                                          target, job_index)));
     }
   }
+  validate_volume_claim_policies(js, errs);
   return out;
 }
 

@@ -540,6 +540,7 @@ Document desired_json(const std::vector<DesiredObject>& objects) {
     v.AddMember("update", text_value(o.update == DesiredObject::Update::WhenDiffers ? "WhenDiffers" : "Never", a), a);
     v.AddMember("compared", string_array(o.compared, a), a);
     v.AddMember("useExisting", o.use_existing, a);
+    v.AddMember("ownedByJob", o.owned_by_job, a);
     v.AddMember("afterPods", o.after_pods, a);
     v.AddMember("statusClearedFirst", string_array(o.status_cleared_first, a), a);
     doc.root().PushBack(v, a);
@@ -567,6 +568,7 @@ Result<std::vector<DesiredObject>> desired_from(const Value& doc) {
     else if (update != "Never") return fail(fmt::format("{}.update: \"{}\" is neither Never nor WhenDiffers", path, update));
     UNITRAIN_WIRE_READ(o.compared, r.strings("compared"));
     UNITRAIN_WIRE_READ(o.use_existing, r.boolean("useExisting", false));
+    UNITRAIN_WIRE_READ(o.owned_by_job, r.boolean("ownedByJob", true));
     UNITRAIN_WIRE_READ(o.after_pods, r.boolean("afterPods", false));
     UNITRAIN_WIRE_READ(o.status_cleared_first, r.strings("statusClearedFirst"));
     out.push_back(std::move(o));

@@ -1,10 +1,13 @@
 // The core carrying out a WorkloadPlanner's plans (core/controller/workload_pass.cpp) against the
 // fake API server, with a kind that exists only in this test: its children are ConfigMaps, its
 // status counts them. The status goes first; a failed status write acts on nothing; a child the
-// job does not control is never taken over; a plan can delete children and the job itself.
+// job does not control is never taken over; a plan can delete children and the job itself;
+// creations of one resource go out in parallel, run after run; an unowned creation stays unowned.
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -26,6 +29,7 @@ namespace {
 
 const kube::GroupVersionResource kPlanJobs{"test.unitrain.io", "v1", "planjobs"};
 const kube::GroupVersionResource kPlanChildren{"", "v1", "configmaps"};
+const kube::GroupVersionResource kPlanSecrets{"", "v1", "secrets"};
 
 // A PlanJob wants one ConfigMap "<job>-child" (none once spec.dropChild), reports in status how
 // many it saw, and deletes itself when spec.expire is true.
@@ -62,10 +66,25 @@ class PlanPlugin final : public fw::FrameworkPlugin, public fw::WorkloadPlanner 
     if (json::get_bool(job, "/spec/expire").value_or(false)) plan.delete_job = true;
     if (json::get_bool(job, "/spec/dropChild").value_or(false)) {
       if (seen > 0) plan.deletions.push_back({kPlanChildren, child, "Background"});
+    } else if (const auto many = json::get_int(job, "/spec/children"); many && seen == 0) {
+      // A Secret first, then `many` ConfigMaps "<job>-child-<i>".
+      fw::DesiredObject secret;
+      secret.resource = kPlanSecrets;
+      secret.object = Document::parse(fmt::format(R"({{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"{}"}}}})", name)).value();
+      plan.creations.push_back(std::move(secret));
+      for (int64_t i = 0; i < *many; ++i) {
+        fw::DesiredObject want;
+        want.resource = kPlanChildren;
+        want.object =
+            Document::parse(fmt::format(R"({{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{}-{}"}}}})", child, i)).value();
+        plan.creations.push_back(std::move(want));
+      }
     } else if (seen == 0) {
       fw::DesiredObject want;
       want.resource = kPlanChildren;
       want.object = Document::parse(fmt::format(R"({{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{}"}}}})", child)).value();
+      want.owned_by_job = !json::get_bool(job, "/spec/unowned").value_or(false);
+      want.use_existing = !want.owned_by_job;  // not observed as a child: found existing on later passes
       plan.creations.push_back(std::move(want));
     }
     return plan;
@@ -108,14 +127,89 @@ bool status_written_before_create(const kube::FakeClient& client) {
   return first_status < first_create;
 }
 
+// The fake API server, with each ConfigMap create held until `quorum` of them are in flight at
+// once (or 5 s have passed), and the order creates start and end in.
+class HoldingCreates final : public kube::Client {
+ public:
+  HoldingCreates(kube::Client& inner, size_t quorum) : inner_(inner), quorum_(quorum) {}
+  kube::ApiResult<Document> get(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name) override {
+    return inner_.get(r, ns, name);
+  }
+  kube::ApiResult<Document> list(const kube::GroupVersionResource& r, std::string_view ns, const kube::ListOptions& opts) override {
+    return inner_.list(r, ns, opts);
+  }
+  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const kube::WriteOptions& opts = {}) override {
+    const std::string name(unitrain::api::name_of(obj));
+    {
+      std::unique_lock lock(mu_);
+      trace_.push_back("start " + name);
+      if (r == kPlanChildren) {
+        ++in_flight_;
+        max_in_flight_ = std::max(max_in_flight_, in_flight_);
+        cv_.notify_all();
+        cv_.wait_for(lock, std::chrono::seconds(5), [&] { return in_flight_ >= quorum_; });
+      }
+    }
+    auto result = inner_.create(r, ns, obj, opts);
+    std::lock_guard lock(mu_);
+    if (r == kPlanChildren) --in_flight_;
+    trace_.push_back("end " + name);
+    return result;
+  }
+  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const kube::WriteOptions& opts = {}) override {
+    return inner_.update(r, ns, obj, opts);
+  }
+  kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                          const kube::WriteOptions& opts = {}) override {
+    return inner_.update_status(r, ns, obj, opts);
+  }
+  kube::ApiResult<Document> patch(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                  kube::PatchType type, std::string_view body, const kube::PatchOptions& opts = {},
+                                  std::string_view subresource = {}) override {
+    return inner_.patch(r, ns, name, type, body, opts, subresource);
+  }
+  kube::ApiResult<Document> remove(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                   const kube::DeleteOptions& opts = {}) override {
+    return inner_.remove(r, ns, name, opts);
+  }
+  kube::ApiResult<Document> delete_collection(const kube::GroupVersionResource& r, std::string_view ns,
+                                              const kube::ListOptions& selector, const kube::DeleteOptions& opts = {}) override {
+    return inner_.delete_collection(r, ns, selector, opts);
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(const kube::GroupVersionResource& r, std::string_view ns,
+                                                            const kube::WatchOptions& opts) override {
+    return inner_.watch(r, ns, opts);
+  }
+
+  size_t max_in_flight() const {
+    std::lock_guard lock(mu_);
+    return max_in_flight_;
+  }
+  std::vector<std::string> trace() const {
+    std::lock_guard lock(mu_);
+    return trace_;
+  }
+
+ private:
+  kube::Client& inner_;
+  const size_t quorum_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  size_t in_flight_ = 0, max_in_flight_ = 0;
+  std::vector<std::string> trace_;
+};
+
 struct PlanFixture {
   kube::FakeClient client;
   kube::RealClock clock;
   unitrain::testing::RecordingSink events;
   std::unique_ptr<c::JobController> controller;
 
-  void start() {
-    controller = std::make_unique<c::JobController>(client, clock, events, std::make_unique<PlanPlugin>(), c::JobControllerOptions{});
+  void start(kube::Client* through = nullptr) {
+    controller = std::make_unique<c::JobController>(through != nullptr ? *through : client, clock, events,
+                                                    std::make_unique<PlanPlugin>(), c::JobControllerOptions{});
     controller->start();
     REQUIRE(controller->wait_for_sync(std::chrono::seconds(5)));
   }
@@ -178,4 +272,50 @@ TEST_CASE("workload pass: a plan deletes a child, then the job itself") {
   auto expire = Document::parse(R"({"spec":{"expire":true}})").value();
   REQUIRE(f.client.patch(kPlanJobs, "ns", "p", kube::PatchType::Merge, expire.dump()));
   REQUIRE(eventually([&] { return !f.client.get(kPlanJobs, "ns", "p").has_value(); }));
+}
+
+TEST_CASE("workload pass: creations of one resource go out in parallel, each run after the one before") {
+  PlanFixture f;
+  // Four ConfigMaps, each held until all four are in flight: one at a time, none would get there.
+  HoldingCreates holding(f.client, 4);
+  f.client.seed(kPlanJobs, plan_job("p", R"({"children":4})").root());
+  f.start(&holding);
+  REQUIRE(eventually([&] { return holding.trace().size() == 10; }));  // the Secret's and four ConfigMaps' start and end
+  CHECK(holding.max_in_flight() == 4);
+  // The Secret (the run before) was created before any ConfigMap create started.
+  const auto trace = holding.trace();
+  REQUIRE(trace.size() >= 2);
+  CHECK(trace[0] == "start p");
+  CHECK(trace[1] == "end p");
+  CHECK(f.client.get(kPlanSecrets, "ns", "p").has_value());
+}
+
+TEST_CASE("workload pass: a failed run of creations ends the pass before the next run") {
+  PlanFixture f;
+  f.client.seed(kPlanJobs, plan_job("p", R"({"children":2})").root());
+  kube::ApiError refused;
+  refused.reason = kube::ApiError::Reason::Forbidden;
+  refused.code = 403;
+  refused.message = "quota";
+  f.client.fail_next(kube::FakeClient::Verb::Create, refused);  // the Secret's first create
+  f.client.clear_writes();
+  f.start();
+  REQUIRE(eventually([&] { return f.client.get(kPlanChildren, "ns", "p-child-0") && f.client.get(kPlanChildren, "ns", "p-child-1"); }));
+  // The only creates that went through: the Secret (retried), then the ConfigMaps.
+  const auto writes = f.client.writes();
+  std::vector<std::string> created;
+  for (const auto& w : writes)
+    if (w.verb == kube::FakeClient::Verb::Create) created.push_back(w.resource);
+  REQUIRE(created.size() == 3);
+  CHECK(created[0] == "secrets");
+}
+
+TEST_CASE("workload pass: a creation the job does not own gets no owner reference") {
+  PlanFixture f;
+  f.client.seed(kPlanJobs, plan_job("p", R"({"unowned":true})").root());
+  f.start();
+  REQUIRE(eventually([&] { return f.client.get(kPlanChildren, "ns", "p-child").has_value(); }));
+  auto child = f.client.get(kPlanChildren, "ns", "p-child");
+  REQUIRE(child);
+  CHECK(unitrain::api::owner_references_of(child->root()).empty());
 }

@@ -82,6 +82,12 @@ std::string condition(const WorkloadPlan& plan, const std::string& type) {
   return "";
 }
 
+// Sets the member at `pointer` of `d` to the JSON `text`.
+void set_json(Document& d, const std::string& pointer, const std::string& text) {
+  Document value = parse(text);
+  REQUIRE(unitrain::json::set(d, pointer, unitrain::json::clone(value.root(), d.alloc())));
+}
+
 std::vector<std::string> error_details(const unitrain::framework::Validation& v) {
   std::vector<std::string> out;
   for (const auto& e : v.errors) out.push_back(e.detail);
@@ -148,6 +154,31 @@ TEST_CASE("the validating webhook words its refusals as upstream", "[jobset][val
     Document d = jobset(R"("network":{"subdomain":")" + std::string(70, 's') + R"("},)");
     auto details = error_details(js::validate(nullptr, d.root()));
     CHECK(std::count(details.begin(), details.end(), ".spec.network.subdomain is too long, must be less than 63 characters") == 1);
+  }
+  SECTION("volumeClaimPolicies: unique DNS-1123 names that fit, mounted, no pod volume of that name") {
+    Document d = jobset(R"("volumeClaimPolicies":[{"templates":[{"metadata":{"name":"data"}},{"metadata":{"name":"data"}},
+      {"metadata":{"name":"Bad_Name"}},{"metadata":{"name":")" + std::string(61, 'x') + R"("}}]}],)");
+    set_json(d, "/spec/replicatedJobs/1/template/spec/template/spec/containers/0/volumeMounts", R"([{"name":"data","mountPath":"/data"}])");
+    set_json(d, "/spec/replicatedJobs/1/template/spec/template/spec/volumes", R"([{"name":"data","emptyDir":{}}])");
+    auto v = js::validate(nullptr, d.root());
+    std::vector<std::string> got;
+    for (const auto& e : v.errors) got.push_back(e.field + ": " + e.detail);
+    const std::string x61(61, 'x');
+    CHECK(got == std::vector<std::string>{
+                     "spec.replicatedJobs[1].template.spec.template.spec.volumes[0].name: volume name conflicts with "
+                     "VolumeClaimPolicy template name: data",
+                     "spec.volumeClaimPolicies[0].template[1].name: names must be unique for VolumeClaimPolicies template",
+                     "spec.replicatedJobs[1].template.spec.template.spec.volumes[0].name: volume name conflicts with "
+                     "VolumeClaimPolicy template name: data",
+                     "spec.volumeClaimPolicies[0].template[2].name: a lowercase RFC 1123 subdomain must consist of lower "
+                     "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                     "(e.g. 'example.com', regex used for validation is "
+                     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                     "spec.replicatedJobs: replicatedJob containers don't have a matching volumeMount: Bad_Name from "
+                     "VolumeClaimPolicies",
+                     "spec.volumeClaimPolicies[0].template[3].name: VolumeClaimPolicies template name is too long",
+                     "spec.replicatedJobs: replicatedJob containers don't have a matching volumeMount: " + x61 +
+                         " from VolumeClaimPolicies"});
   }
   SECTION("updates: replicatedJobs immutable unless suspended (pod labels), managedBy immutable") {
     Document old = jobset();
@@ -339,6 +370,104 @@ TEST_CASE("a restart deletes the previous attempt and recreates each Job once it
   CHECK(names(next.creations) == std::vector<std::string>{"js-driver-0", "js-workers-0"});
   CHECK(unitrain::json::string_at(next.creations[0].object.root(), "/metadata/labels/jobset.sigs.k8s.io~1restart-attempt") == "1");
   CHECK(condition(next, "RestartingJobSet").rfind("True", 0) == 0);
+}
+
+TEST_CASE("BlockingRecreate creates no Job while any Job of a previous attempt exists", "[jobset][plan][restart]") {
+  const std::string status = R"({"restarts":1,"restartsCountTowardsMax":1})";
+  Children one_left;
+  one_left.docs.push_back(js::headless_service(jobset().root()));
+  one_left.docs.push_back(job("js-workers-1", "workers", 0, "", R"(,"active":2)"));
+  Document blocking = jobset(R"("failurePolicy":{"maxRestarts":3,"restartStrategy":"BlockingRecreate"},)", status);
+  CHECK(js::plan(blocking.root(), one_left.observed(), kNow).creations.empty());
+  // Recreate replaces each Job whose own predecessor is gone.
+  Document recreate = jobset(R"("failurePolicy":{"maxRestarts":3,"restartStrategy":"Recreate"},)", status);
+  CHECK(names(js::plan(recreate.root(), one_left.observed(), kNow).creations) ==
+        std::vector<std::string>{"js-driver-0", "js-workers-0"});
+  // Once the last one is gone, BlockingRecreate creates them all.
+  Children none_left;
+  none_left.docs.push_back(js::headless_service(jobset().root()));
+  CHECK(names(js::plan(blocking.root(), none_left.observed(), kNow).creations) ==
+        std::vector<std::string>{"js-driver-0", "js-workers-0", "js-workers-1"});
+}
+
+TEST_CASE("volumeClaimPolicies: a claim per template before the Jobs, mounted where a container names it",
+          "[jobset][plan][volumes]") {
+  const std::string policies = R"("volumeClaimPolicies":[
+    {"templates":[{"metadata":{"name":"data","labels":{"tier":"fast"},"annotations":{"note":"n"}},
+                   "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]},
+    {"retentionPolicy":{"whenDeleted":"Retain"},"templates":[{"metadata":{"name":"ckpt"},"spec":{"resources":{"requests":{"storage":"2Gi"}}}}]}],)";
+  Document d = jobset(policies);
+  // The driver mounts "data" from an init container, the workers "ckpt" from their container.
+  set_json(d, "/spec/replicatedJobs/0/template/spec/template/spec/initContainers", R"([{"name":"init","image":"busybox","volumeMounts":[{"name":"data","mountPath":"/data"}]}])");
+  set_json(d, "/spec/replicatedJobs/1/template/spec/template/spec/containers/0/volumeMounts", R"([{"name":"ckpt","mountPath":"/ckpt"}])");
+  CHECK(unitrain::json::string_at(d.root(), "/spec/volumeClaimPolicies/0/retentionPolicy/whenDeleted") == "Delete");  // defaulted
+  WorkloadPlan plan = js::plan(d.root(), Children{}.observed(), kNow);
+  CHECK(names(plan.creations) == std::vector<std::string>{"js", "data-js", "ckpt-js", "js-driver-0", "js-workers-0", "js-workers-1"});
+  const auto& data = plan.creations[1];
+  CHECK(data.resource.resource == "persistentvolumeclaims");
+  CHECK(data.use_existing);  // AlreadyExists is not an error
+  CHECK(data.owned_by_job);
+  CHECK(data.object.root() == parse(R"({"apiVersion":"v1","kind":"PersistentVolumeClaim",
+    "metadata":{"name":"data-js","namespace":"ns","labels":{"tier":"fast","jobset.sigs.k8s.io/jobset-name":"js"},"annotations":{"note":"n"}},
+    "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})").root());
+  CHECK_FALSE(plan.creations[2].owned_by_job);  // Retain: it outlives the JobSet
+  CHECK(unitrain::json::string_at(plan.creations[2].object.root(), "/metadata/labels/jobset.sigs.k8s.io~1jobset-name") == "js");
+  CHECK(unitrain::json::dump(*unitrain::json::find(plan.creations[3].object.root(), "/spec/template/spec/volumes")) ==
+        R"([{"name":"data","persistentVolumeClaim":{"claimName":"data-js"}}])");
+  CHECK(unitrain::json::dump(*unitrain::json::find(plan.creations[4].object.root(), "/spec/template/spec/volumes")) ==
+        R"([{"name":"ckpt","persistentVolumeClaim":{"claimName":"ckpt-js"}}])");
+  // A finished JobSet asks for no claim.
+  Document done = jobset(policies, R"({"restarts":0,"terminalState":"Completed","conditions":[
+    {"type":"Completed","status":"True","lastTransitionTime":"2026-01-01T00:01:00Z","reason":"AllJobsCompleted","message":"jobset completed successfully"}]})");
+  CHECK(js::plan(done.root(), Children{}.observed(), kNow).creations.empty());
+}
+
+TEST_CASE("exclusive placement by node selector", "[jobset][objects][exclusive]") {
+  const std::string topology = "alpha.jobset.sigs.k8s.io~1exclusive-topology";
+  const std::string strategy = "alpha.jobset.sigs.k8s.io~1node-selector";
+  SECTION("both JobSet annotations: the nodeSelector, the toleration, the annotations on the Job and its pods") {
+    Document d = jobset();
+    (void)unitrain::json::set_string(d, "/metadata/annotations/" + topology, "cloud.google.com/gke-nodepool");
+    (void)unitrain::json::set_string(d, "/metadata/annotations/" + strategy, "true");
+    Document j = js::child_job(d.root(), 1, 1);
+    const auto& r = j.root();
+    for (const std::string base : {"/metadata/annotations/", "/spec/template/metadata/annotations/"}) {
+      CHECK(unitrain::json::string_at(r, base + topology) == "cloud.google.com/gke-nodepool");
+      CHECK(unitrain::json::string_at(r, base + strategy) == "true");
+    }
+    CHECK(unitrain::json::dump(*unitrain::json::find(r, "/spec/template/spec/nodeSelector")) ==
+          R"({"alpha.jobset.sigs.k8s.io/namespaced-job":"ns_js-workers-1"})");
+    CHECK(unitrain::json::dump(*unitrain::json::find(r, "/spec/template/spec/tolerations")) ==
+          R"([{"key":"alpha.jobset.sigs.k8s.io/no-schedule","operator":"Exists","effect":"NoSchedule"}])");
+  }
+  SECTION("the topology alone: annotations only") {
+    Document d = jobset();
+    (void)unitrain::json::set_string(d, "/metadata/annotations/" + topology, "zone");
+    Document j = js::child_job(d.root(), 0, 0);
+    CHECK(unitrain::json::string_at(j.root(), "/spec/template/metadata/annotations/" + topology) == "zone");
+    CHECK(unitrain::json::find(j.root(), "/spec/template/spec/nodeSelector") == nullptr);
+    CHECK(unitrain::json::find(j.root(), "/spec/template/spec/tolerations") == nullptr);
+  }
+  SECTION("the strategy without a topology key on the same object is not copied") {
+    Document d = jobset();
+    (void)unitrain::json::set_string(d, "/metadata/annotations/" + strategy, "true");
+    Document j = js::child_job(d.root(), 0, 0);
+    CHECK(unitrain::json::find(j.root(), "/spec/template/metadata/annotations/" + strategy) == nullptr);
+    CHECK(unitrain::json::find(j.root(), "/spec/template/spec/nodeSelector") == nullptr);
+  }
+  SECTION("the replicated Job's annotations win over the JobSet's") {
+    Document d = jobset();
+    (void)unitrain::json::set_string(d, "/metadata/annotations/" + topology, "zone");
+    (void)unitrain::json::set_string(d, "/spec/replicatedJobs/0/template/metadata/annotations/" + topology, "rack");
+    (void)unitrain::json::set_string(d, "/spec/replicatedJobs/0/template/metadata/annotations/" + strategy, "true");
+    Document j = js::child_job(d.root(), 0, 0);
+    CHECK(unitrain::json::string_at(j.root(), "/spec/template/metadata/annotations/" + topology) == "rack");
+    CHECK(unitrain::json::string_at(j.root(), "/spec/template/spec/nodeSelector/alpha.jobset.sigs.k8s.io~1namespaced-job") ==
+          "ns_js-driver-0");
+    Document worker = js::child_job(d.root(), 1, 0);  // only the JobSet's topology: no selector
+    CHECK(unitrain::json::string_at(worker.root(), "/metadata/annotations/" + topology) == "zone");
+    CHECK(unitrain::json::find(worker.root(), "/spec/template/spec/nodeSelector") == nullptr);
+  }
 }
 
 TEST_CASE("InOrder startup creates one replicated Job at a time", "[jobset][plan][startup]") {
