@@ -1,7 +1,8 @@
 // JobSet (jobset.x-k8s.io/v1alpha2) as a framework module, after kubernetes-sigs/jobset v0.12.0:
-// the webhook's defaults and checks, the child batch Jobs and the headless Service it wants, and
-// one reconcile pass as a plan (framework::WorkloadPlanner): replicatedJobsStatus, the success
-// and failure policies with restarts, InOrder startup and dependsOn, suspend and resume, TTL.
+// the webhook's defaults and checks, the child batch Jobs, the headless Service and the
+// volumeClaimPolicies claims it wants, and one reconcile pass as a plan
+// (framework::WorkloadPlanner): replicatedJobsStatus, the success and failure policies with
+// restarts (Recreate, BlockingRecreate), InOrder startup and dependsOn, suspend and resume, TTL.
 // Everything here is pure, so each rule is tested against fixtures without a cluster.
 #pragma once
 
