@@ -31,9 +31,15 @@ k() { kubectl --kubeconfig "$kc" "$@"; }
 
 ca_of_config() { k get validatingwebhookconfiguration validator.training-operator.kubeflow.org \
                    -o jsonpath='{.webhooks[0].clientConfig.caBundle}' | base64 -d; }
-ca_of_config >"$work/ca.pem" || fail "no caBundle in validator.training-operator.kubeflow.org"
-k get secret -n kubeflow training-operator-webhook-cert -o jsonpath='{.data.ca\.crt}' | base64 -d | cmp -s - "$work/ca.pem" \
-  || fail "the Secret's ca.crt differs from the configuration's caBundle"
+# The Secret and the configurations are written one after the other at each rotation: they agree
+# once both reads fall between two rotations (three tries, each a fresh pair).
+agree=
+for _ in 1 2 3; do
+  ca_of_config >"$work/ca.pem" || fail "no caBundle in validator.training-operator.kubeflow.org"
+  k get secret -n kubeflow training-operator-webhook-cert -o jsonpath='{.data.ca\.crt}' | base64 -d \
+    | cmp -s - "$work/ca.pem" && agree=yes && break
+done
+[[ -n $agree ]] || fail "the Secret's ca.crt differs from the configuration's caBundle"
 url=$(k get validatingwebhookconfiguration validator.training-operator.kubeflow.org \
         -o jsonpath='{.webhooks[?(@.name=="validator.pytorchjob.training-operator.kubeflow.org")].clientConfig.url}')
 [[ $url == "https://127.0.0.1:$port/validate-kubeflow-org-v1-pytorchjob" ]] || fail "webhook url is '$url'"
@@ -50,12 +56,19 @@ mutating=$(k get mutatingwebhookconfiguration defaulter.training-operator.kubefl
 
 review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"kubeflow.org","version":"v1","kind":"PyTorchJob"},"resource":{"group":"kubeflow.org","version":"v1","resource":"pytorchjobs"},"operation":"CREATE","object":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"bad"},"spec":{}}}}'
 call() { curl -sS --max-time 5 --cacert "$1" "https://127.0.0.1:$port$2" -H 'Content-Type: application/json' -d "$3"; }
-out=$(call "$work/ca.pem" /validate-kubeflow-org-v1-pytorchjob "$review") || fail "validating webhook call"
+# The certificates live 12 s: a bundle read a few kubectl calls ago may already be rotated out on a
+# busy machine, so each call trusts the bundle registered now, and one that races the swap is
+# retried with the re-read bundle (as the loop below does).
+call_current() {
+  ca_of_config >"$work/now.pem" && call "$work/now.pem" "$@" 2>/dev/null && return
+  ca_of_config >"$work/now.pem" && call "$work/now.pem" "$@"
+}
+out=$(call_current /validate-kubeflow-org-v1-pytorchjob "$review") || fail "validating webhook call"
 grep -q '"allowed":false' <<<"$out" && grep -q '"field":"spec.pytorchReplicaSpecs"' <<<"$out" \
   || fail "invalid PyTorchJob not denied with its field path: $out"
 echo "validating webhook denies spec.pytorchReplicaSpecs"
 convert='{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"c1","desiredAPIVersion":"kubeflow.org/v1","objects":[{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"pi"},"spec":{"sshAuthMountPath":"/home/mpiuser/.ssh"}}]}}'
-out=$(call "$work/ca.pem" /convert "$convert") || fail "/convert call"
+out=$(call_current /convert "$convert") || fail "/convert call"
 grep -q '"apiVersion":"kubeflow.org/v1"' <<<"$out" && grep -q 'mpijob-v2beta1-fields' <<<"$out" \
   && grep -q '"status":"Success"' <<<"$out" || fail "/convert: $out"
 echo "/convert turns a v2beta1 MPIJob into v1 with its v2beta1-only fields in an annotation"
