@@ -90,6 +90,13 @@ struct Selection {
 };
 Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
 
+// What an Indexer write decodes of the version it replaces or removes: nothing (`decode` false),
+// the fields a mask keeps, or (null) the whole object.
+struct DecodePrevious {
+  bool decode = true;
+  const json::FieldMask* fields = nullptr;
+};
+
 // A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
 // decoded on every read: a decoded pod takes about 2.5 times the bytes of its text, and an
 // operator reads a job's children a few times per reconcile but holds all of them all the time.
@@ -118,30 +125,56 @@ class Indexer {
   // Bytes of the objects' text (what the store holds beyond its bookkeeping).
   size_t text_bytes() const;
 
-  // Writers (the informer). Return the previous object, if any.
-  ObjectPtr upsert(const std::string& key, const json::Value& obj);
-  ObjectPtr erase(const std::string& key);
+  // Decoded through `fields` (only what it keeps is built); null when there is none.
+  ObjectPtr get(const std::string& key, const json::FieldMask& fields) const;
+
+  // What a write hands back of the object it replaced or removed. Each object's index values
+  // are kept beside it, so a write decodes the previous version only when asked to: a reader
+  // that needs a few of its fields names them (`fields`; null: the whole object).
+  struct Previous {
+    bool existed = false;
+    ObjectPtr object;  // null unless decoded
+    explicit operator bool() const { return existed; }
+  };
+  // Writers (the informer).
+  Previous upsert(const std::string& key, const json::Value& obj, DecodePrevious previous = {});
+  Previous erase(const std::string& key, DecodePrevious previous = {});
 
  private:
-  struct Entry {
-    std::string text;
-    uint64_t uid_hash = 0;
-  };
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // Index value -> the keys of the objects that yield it (views of the keys in items_, which is
+  // node-based: their addresses are stable).
+  using Index = std::unordered_map<std::string, std::set<std::string_view>, KeyHash, std::equal_to<>>;
+  // One index value of an object: its bucket (unordered_map nodes keep their address).
+  struct IndexRef {
+    Index* index = nullptr;
+    Index::value_type* bucket = nullptr;
+    bool operator==(const IndexRef& o) const { return bucket == o.bucket; }
+  };
+  struct Entry {
+    std::string text;
+    uint64_t uid_hash = 0;
+    // Its index values: most objects have one (a child's controller uid), kept inline.
+    IndexRef first_ref;
+    std::unique_ptr<std::vector<IndexRef>> more_refs;
+  };
   using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
   struct Tokens;
   ObjectPtr decode(const Entry& e) const;
-  // Index sets hold views of the keys in items_ (node-based: their addresses are stable).
-  void unindex_locked(std::string_view key, const json::Value& obj);
-  void index_locked(std::string_view key, const json::Value& obj);
+  ObjectPtr decode(const Entry& e, const json::FieldMask* fields) const;
+  // Moves `key` from the index values `entry` had to those of `obj`.
+  void reindex_locked(std::string_view key, Entry& entry, const json::Value* obj);
+  // The objects stored as plain text before the store learnt its codes, coded.
+  void recode_locked();
 
   std::map<std::string, IndexFunc> indexers_;
   mutable std::shared_mutex mu_;
   Items items_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
+  std::map<std::string, Index> indices_;
+  std::vector<std::pair<const IndexFunc*, Index*>> index_list_;  // indexers_ with their indices_
   size_t text_bytes_ = 0;
   std::unique_ptr<Tokens> tokens_;
 };
@@ -152,6 +185,9 @@ struct EventHandlers {
   // `final_state_unknown`: the deletion was inferred by a relist, `last_known` is the state the
   // cache had, not the object's final state.
   std::function<void(const json::Value& last_known, bool final_state_unknown)> on_delete;
+  // The fields of `old_obj` on_update reads; null: the whole object. The cache keeps objects as
+  // text, so the previous version is decoded for on_update alone: decoding only these is cheaper.
+  std::shared_ptr<const json::FieldMask> previous_fields;
 };
 
 struct InformerOptions {
@@ -238,6 +274,12 @@ class Informer {
 
   std::mutex dispatch_mu_;  // serializes cache writes + handler calls across scopes
   std::vector<EventHandlers> handlers_;
+  // What of the previous version the handlers read: nothing without an on_update; the union of
+  // their previous_fields, or the whole object when one of them names none.
+  bool decode_previous_ = false;
+  bool previous_whole_ = false;
+  std::optional<json::FieldMask> previous_fields_;
+  void upsert_and_notify(const std::string& key, const json::Value& obj);  // dispatch_mu_ held
 };
 
 }  // namespace unitrain::kube
