@@ -95,6 +95,11 @@ std::shared_ptr<const json::FieldMask> priority_class_fields() {
   return fields;
 }
 
+std::shared_ptr<const json::FieldMask> resource_version_fields() {
+  static const auto fields = mask("metadata{resourceVersion}");
+  return fields;
+}
+
 json::Document project_pod(const json::Value& full) { return json::Document::project(full, *pod_fields()); }
 json::Document project_service(const json::Value& full) { return json::Document::project(full, *service_fields()); }
 
@@ -420,10 +425,7 @@ bool is_gone(const ApiError& e) { return e.code == 410 || e.is(ApiError::Reason:
 std::string rv_of(const json::Value& obj) {
   return std::string(json::get_string(obj, "/metadata/resourceVersion").value_or(""));
 }
-const std::shared_ptr<const json::FieldMask>& resource_version_field() {
-  static const auto fields = mask("metadata{resourceVersion}");
-  return fields;
-}
+
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
@@ -589,7 +591,7 @@ bool Informer::list_and_replace(Scope& scope) {
       for (const auto& obj : items->GetArray()) {
         if (!wanted(obj)) continue;
         std::string key = object_key(obj);
-        ObjectPtr old = cache_.get(key, *resource_version_field());
+        ObjectPtr old = cache_.get(key, *resource_version_fields());
         seen.emplace(key, true);
         if (old && rv_of(old->root()) == rv_of(obj)) continue;
         upsert_and_notify(key, obj);

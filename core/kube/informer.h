@@ -75,6 +75,9 @@ std::shared_ptr<const json::FieldMask> owned_fields();
 std::shared_ptr<const json::FieldMask> job_fields();
 // PriorityClasses: metadata.name and value.
 std::shared_ptr<const json::FieldMask> priority_class_fields();
+// metadata.resourceVersion alone: what a handler that only tells versions apart reads of the
+// previous version (EventHandlers::previous_fields).
+std::shared_ptr<const json::FieldMask> resource_version_fields();
 // A pod / Service reduced to pod_fields() / service_fields().
 json::Document project_pod(const json::Value& full);
 json::Document project_service(const json::Value& full);

@@ -325,13 +325,21 @@ class Rig {
   }
 
  private:
+  // Every kind's CRD (manifests/crds/kustomization.yaml): the operator runs every module and is
+  // ready once each kind is served.
   bool install_crds() {
-    std::vector<std::string> plurals;
-    for (const char* file : {"kubeflow.org_pytorchjobs.yaml", "kubeflow.org_tfjobs.yaml", "kubeflow.org_mxjobs.yaml",
-                             "kubeflow.org_xgboostjobs.yaml", "kubeflow.org_paddlejobs.yaml", "kubeflow.org_mpijobs.yaml"}) {
-      auto docs = json::parse_yaml(read_text(o_.source + "/manifests/crds/" + file));
+    const std::string dir = o_.source + "/manifests/crds/";
+    auto kustomization = json::parse_yaml(read_text(dir + "kustomization.yaml"));
+    const json::Value* files = kustomization && !kustomization->empty() ? json::find((*kustomization)[0].root(), "/resources") : nullptr;
+    if (!files || !files->IsArray()) {
+      std::cerr << "cannot read the resources of " << dir << "kustomization.yaml\n";
+      return false;
+    }
+    std::vector<std::pair<kube::GroupVersionResource, std::string>> served;  // and the namespace to list
+    for (const auto& file : files->GetArray()) {
+      auto docs = json::parse_yaml(read_text(dir + std::string(json::view(file))));
       if (!docs || docs->empty()) {
-        std::cerr << "cannot read " << o_.source << "/manifests/crds/" << file << "\n";
+        std::cerr << "cannot read " << dir << json::view(file) << "\n";
         return false;
       }
       for (auto& crd : *docs) {
@@ -343,14 +351,19 @@ class Rig {
           (void)json::set_string(crd, "/spec/conversion/strategy", "None");
         }
         if (!client_->create(kCrds, "", crd.root())) return false;
-        plurals.push_back(std::string(json::get_string(crd.root(), "/spec/names/plural").value_or("")));
+        const std::string group(json::get_string(crd.root(), "/spec/group").value_or(""));
+        const std::string plural(json::get_string(crd.root(), "/spec/names/plural").value_or(""));
+        const std::string ns = json::get_string(crd.root(), "/spec/scope") == "Cluster" ? "" : "default";
+        if (const auto* versions = json::find(crd.root(), "/spec/versions"); versions && versions->IsArray())
+          for (const auto& v : versions->GetArray())
+            served.push_back({{group, std::string(json::get_string(v, "/name").value_or("")), plural}, ns});
       }
     }
     return wait_until([&] {
-      for (const auto& p : plurals)
-        if (!client_->list({"kubeflow.org", p == "mpijobs" ? "v2beta1" : "v1", p}, "default", {})) return false;
+      for (const auto& [r, ns] : served)
+        if (!client_->list(r, ns, {})) return false;
       return true;
-    }, std::chrono::seconds(30), std::chrono::milliseconds(100));
+    }, std::chrono::seconds(60), std::chrono::milliseconds(100));
   }
 
   const Options& o_;

@@ -724,3 +724,43 @@ TEST_CASE("indexer: the objects stored while it learnt its codes are coded once 
     CHECK(store.get(fmt::format("ns/p{}", i))->dump() == pod.dump());
   }
 }
+
+TEST_CASE("informer: on_update gets the previous version through the handlers' previous_fields", "[informer]") {
+  FakeClient c;
+  FakeClock clock;
+  (void)c.seed(kPods, realistic_pod("ns", "a").root());
+  Informer inf(c, clock, pod_options());
+  std::mutex mu;
+  std::vector<std::string> seen;  // what each on_update saw of the previous version
+  auto record = [&](const char* who, const json::Value& old) {
+    std::lock_guard g(mu);
+    seen.push_back(fmt::format("{} step={} name={}", who, json::get_string(old, "/metadata/labels/step").value_or("-"),
+                               json::get_string(old, "/metadata/name").value_or("-")));
+  };
+  EventHandlers phase_only;
+  phase_only.on_update = [&](const json::Value& old, const json::Value&) { record("labels", old); };
+  phase_only.previous_fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{labels}").value());
+  inf.add_handlers(phase_only);
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"1"}}})"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(mu);
+    return seen.size() == 1;
+  }));
+  CHECK(seen[0] == "labels step=- name=-");  // only the mask's fields were decoded
+
+  // A handler that names no fields makes every handler see the whole previous version.
+  EventHandlers whole;
+  whole.on_update = [&](const json::Value& old, const json::Value&) { record("whole", old); };
+  inf.add_handlers(whole);
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"2"}}})"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(mu);
+    return seen.size() == 3;
+  }));
+  CHECK(std::count(seen.begin(), seen.end(), "labels step=1 name=a") == 1);
+  CHECK(std::count(seen.begin(), seen.end(), "whole step=1 name=a") == 1);
+  inf.stop();
+}
