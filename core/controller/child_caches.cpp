@@ -107,7 +107,10 @@ kube::Informer& SharedCaches::make(const kube::GroupVersionResource& resource, k
   o.keep = std::move(selection.keep);
   o.fields = std::move(fields);
   o.indexers.clear();
-  if (indexed) o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
+  if (indexed) {
+    o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
+    o.index_fields = kube::builtin_index_fields();
+  }
   all_.push_back(std::make_unique<kube::Informer>(client_, clock_, std::move(o)));
   return *all_.back();
 }

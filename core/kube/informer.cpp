@@ -31,6 +31,12 @@ std::vector<std::string> index_by_namespace(const json::Value& obj) {
   return {std::string(*ns)};
 }
 
+std::shared_ptr<const json::FieldMask> builtin_index_fields() {
+  static const auto fields =
+      std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{namespace,ownerReferences}").value());
+  return fields;
+}
+
 std::vector<std::string> index_by_controller_uid(const json::Value& obj) {
   const auto* refs = json::find(obj, "/metadata/ownerReferences");
   if (!refs || !refs->IsArray()) return {};
@@ -250,14 +256,10 @@ struct Indexer::Tokens {
   }
 };
 
-Indexer::Indexer(std::map<std::string, IndexFunc> indexers)
-    : indexers_(std::move(indexers)), tokens_(std::make_unique<Tokens>()) {
-  for (const auto& [name, fn] : indexers_) index_list_.emplace_back(&fn, &indices_[name]);
-}
+Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields)
+    : indexers_(std::move(indexers)), index_fields_(std::move(index_fields)), tokens_(std::make_unique<Tokens>()) {}
 
 Indexer::~Indexer() = default;
-
-ObjectPtr Indexer::decode(const Entry& e) const { return decode(e, nullptr); }
 
 ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
   std::string expanded;
@@ -334,30 +336,29 @@ size_t Indexer::text_bytes() const {
   return text_bytes_;
 }
 
-void Indexer::reindex_locked(std::string_view key, Entry& entry, const json::Value* obj) {
-  std::vector<IndexRef> now;
-  if (obj) {
-    for (const auto& [fn, index] : index_list_) {
-      for (auto& v : (*fn)(*obj)) {
-        auto it = index->find(v);
-        if (it == index->end()) it = index->emplace(std::move(v), std::set<std::string_view>{}).first;
-        it->second.insert(key);  // nothing when it is there already (an update that kept it)
-        IndexRef ref{index, &*it};
-        if (std::find(now.begin(), now.end(), ref) == now.end()) now.push_back(ref);
-      }
+void Indexer::reindex_locked(std::string_view key, const json::Value* before, const json::Value* after) {
+  for (const auto& [name, fn] : indexers_) {
+    auto& idx = indices_[name];
+    std::vector<std::string> was = before ? fn(*before) : std::vector<std::string>{};
+    std::vector<std::string> now = after ? fn(*after) : std::vector<std::string>{};
+    for (const auto& v : was) {
+      if (std::find(now.begin(), now.end(), v) != now.end()) continue;  // kept: nothing to move
+      auto it = idx.find(v);
+      if (it == idx.end()) continue;
+      it->second.erase(key);
+      if (it->second.empty()) idx.erase(it);
+    }
+    for (auto& v : now) {
+      if (std::find(was.begin(), was.end(), v) != was.end()) continue;
+      idx[std::move(v)].insert(key);
     }
   }
-  auto drop = [&](const IndexRef& ref) {
-    if (!ref.bucket || std::find(now.begin(), now.end(), ref) != now.end()) return;
-    ref.bucket->second.erase(key);
-    if (ref.bucket->second.empty()) ref.index->erase(ref.index->find(ref.bucket->first));
-  };
-  drop(entry.first_ref);
-  if (entry.more_refs)
-    for (const auto& ref : *entry.more_refs) drop(ref);
-  entry.first_ref = now.empty() ? IndexRef{} : now.front();
-  if (now.size() > 1) entry.more_refs = std::make_unique<std::vector<IndexRef>>(now.begin() + 1, now.end());
-  else entry.more_refs.reset();
+}
+
+ObjectPtr Indexer::previous_for(const Entry& e, DecodePrevious previous) const {
+  if (previous.decode) return decode(e, previous.fields);
+  if (indexers_.empty()) return nullptr;
+  return decode(e, index_fields_.get());
 }
 
 void Indexer::recode_locked() {
@@ -375,8 +376,8 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   std::unique_lock g(mu_);
   if (!tokens_->fixed()) {
     tokens_->learn(obj);
-    // The store's first objects were kept plain while it learnt; code them now (a plain text
-    // also decodes, but takes about a third more bytes).
+    // The store's first objects were kept plain while it learnt; code them now (plain text
+    // decodes too, but takes about a third more bytes).
     if (tokens_->fixed()) recode_locked();
   }
   std::string text = tokens_->fixed() ? tokens_->encode(obj) : json::dump(obj);
@@ -384,13 +385,15 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   Previous out;
   if (!inserted) {
     out.existed = true;
-    if (previous.decode) out.object = decode(it->second, previous.fields);
+    ObjectPtr old = previous_for(it->second, previous);
+    reindex_locked(it->first, old ? &old->root() : nullptr, &obj);
+    if (previous.decode) out.object = std::move(old);
     text_bytes_ -= it->second.text.size();
+  } else {
+    reindex_locked(it->first, nullptr, &obj);
   }
   text_bytes_ += text.size();
-  it->second.text = std::move(text);
-  it->second.uid_hash = uid_hash;
-  reindex_locked(it->first, it->second, &obj);
+  it->second = Entry{std::move(text), uid_hash};
   return out;
 }
 
@@ -400,8 +403,9 @@ Indexer::Previous Indexer::erase(const std::string& key, DecodePrevious previous
   if (it == items_.end()) return {};
   Previous out;
   out.existed = true;
-  if (previous.decode) out.object = decode(it->second, previous.fields);
-  reindex_locked(it->first, it->second, nullptr);
+  ObjectPtr old = previous_for(it->second, previous);
+  if (old) reindex_locked(it->first, &old->root(), nullptr);
+  if (previous.decode) out.object = std::move(old);
   text_bytes_ -= it->second.text.size();
   items_.erase(it);
   return out;
@@ -429,7 +433,7 @@ std::string rv_of(const json::Value& obj) {
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers) {}
+    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields) {}
 
 Informer::~Informer() { stop(); }
 
@@ -440,8 +444,13 @@ void Informer::add_handlers(EventHandlers handlers) {
   }
   if (handlers.on_update) {
     decode_previous_ = true;
-    if (!handlers.previous_fields) previous_whole_ = true;
-    else previous_fields_ = previous_fields_ ? previous_fields_->merged(*handlers.previous_fields) : *handlers.previous_fields;
+    if (!handlers.previous_fields || (!cache_.index_fields() && opts_.indexers.size() > 0)) {
+      previous_whole_ = true;
+    } else {
+      // The cache unindexes the previous version from what it decodes for the handlers.
+      if (!previous_fields_) previous_fields_ = cache_.index_fields() ? *cache_.index_fields() : *handlers.previous_fields;
+      previous_fields_ = previous_fields_->merged(*handlers.previous_fields);
+    }
   }
   handlers_.push_back(std::move(handlers));
 }

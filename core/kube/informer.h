@@ -51,6 +51,8 @@ inline constexpr const char* kControllerUidIndex = "controller-uid";
 std::vector<std::string> index_by_namespace(const json::Value& obj);
 // The uid of the ownerReference with controller=true.
 std::vector<std::string> index_by_controller_uid(const json::Value& obj);
+// What those two read: metadata.namespace and metadata.ownerReferences.
+std::shared_ptr<const json::FieldMask> builtin_index_fields();
 
 // The fields a cache keeps (json::FieldMask). Pods keep what the core and the framework modules
 // decide on and what training-operator's abnormal-pod events read: apiVersion, kind; metadata:
@@ -108,7 +110,9 @@ struct DecodePrevious {
 // first objects (see Tokens in informer.cpp).
 class Indexer {
  public:
-  explicit Indexer(std::map<std::string, IndexFunc> indexers = {});
+  // `index_fields`: what the index functions read (index_by_namespace and
+  // index_by_controller_uid: builtin_index_fields()); null: they may read anything.
+  explicit Indexer(std::map<std::string, IndexFunc> indexers = {}, std::shared_ptr<const json::FieldMask> index_fields = nullptr);
   ~Indexer();
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
@@ -131,53 +135,48 @@ class Indexer {
   // Decoded through `fields` (only what it keeps is built); null when there is none.
   ObjectPtr get(const std::string& key, const json::FieldMask& fields) const;
 
-  // What a write hands back of the object it replaced or removed. Each object's index values
-  // are kept beside it, so a write decodes the previous version only when asked to: a reader
-  // that needs a few of its fields names them (`fields`; null: the whole object).
+  // What a write hands back of the object it replaced or removed: whether there was one and,
+  // when asked (DecodePrevious), its decoded copy. A write decodes the previous version anyway,
+  // to move the object between index values, but only through `index_fields` when that is all
+  // it is needed for; a caller that asks for some fields names a mask that keeps index_fields().
   struct Previous {
     bool existed = false;
-    ObjectPtr object;  // null unless decoded
+    ObjectPtr object;  // null unless asked for
     explicit operator bool() const { return existed; }
   };
   // Writers (the informer).
   Previous upsert(const std::string& key, const json::Value& obj, DecodePrevious previous = {});
   Previous erase(const std::string& key, DecodePrevious previous = {});
+  // What the index functions read; null: the whole object (or no index at all).
+  const json::FieldMask* index_fields() const { return indexers_.empty() ? nullptr : index_fields_.get(); }
 
  private:
+  struct Entry {
+    std::string text;
+    uint64_t uid_hash = 0;
+  };
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  // Index value -> the keys of the objects that yield it (views of the keys in items_, which is
-  // node-based: their addresses are stable).
-  using Index = std::unordered_map<std::string, std::set<std::string_view>, KeyHash, std::equal_to<>>;
-  // One index value of an object: its bucket (unordered_map nodes keep their address).
-  struct IndexRef {
-    Index* index = nullptr;
-    Index::value_type* bucket = nullptr;
-    bool operator==(const IndexRef& o) const { return bucket == o.bucket; }
-  };
-  struct Entry {
-    std::string text;
-    uint64_t uid_hash = 0;
-    // Its index values: most objects have one (a child's controller uid), kept inline.
-    IndexRef first_ref;
-    std::unique_ptr<std::vector<IndexRef>> more_refs;
-  };
   using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
   struct Tokens;
-  ObjectPtr decode(const Entry& e) const;
-  ObjectPtr decode(const Entry& e, const json::FieldMask* fields) const;
-  // Moves `key` from the index values `entry` had to those of `obj`.
-  void reindex_locked(std::string_view key, Entry& entry, const json::Value* obj);
+  ObjectPtr decode(const Entry& e, const json::FieldMask* fields = nullptr) const;
+  // Index sets hold views of the keys in items_ (node-based: their addresses are stable). Moves
+  // `key` from the index values of `before` to those of `after` (either may be null), touching
+  // only the values that differ.
+  void reindex_locked(std::string_view key, const json::Value* before, const json::Value* after);
+  // The previous version as a write needs it: what the caller asked for, else what unindexing
+  // reads (nothing without indexes).
+  ObjectPtr previous_for(const Entry& e, DecodePrevious previous) const;
   // The objects stored as plain text before the store learnt its codes, coded.
   void recode_locked();
 
   std::map<std::string, IndexFunc> indexers_;
+  std::shared_ptr<const json::FieldMask> index_fields_;
   mutable std::shared_mutex mu_;
   Items items_;
-  std::map<std::string, Index> indices_;
-  std::vector<std::pair<const IndexFunc*, Index*>> index_list_;  // indexers_ with their indices_
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
   size_t text_bytes_ = 0;
   std::unique_ptr<Tokens> tokens_;
 };
@@ -205,6 +204,9 @@ struct InformerOptions {
   // stops matching is removed like a deleted one.
   std::function<bool(const json::Value& obj)> keep;
   std::map<std::string, IndexFunc> indexers{{kNamespaceIndex, index_by_namespace}};
+  // What `indexers` read of an object (Indexer): builtin_index_fields() for the built-in ones;
+  // null: anything (the previous version of an object is then decoded whole to unindex it).
+  std::shared_ptr<const json::FieldMask> index_fields;
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max

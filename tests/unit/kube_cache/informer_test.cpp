@@ -663,9 +663,10 @@ TEST_CASE("indexer: objects read back as stored, before and after it codes its m
   CHECK(store.size() == static_cast<size_t>(kObjects));
 }
 
-TEST_CASE("indexer: a write decodes the previous version only as asked, and keeps the indexes without it",
+TEST_CASE("indexer: a write hands back the previous version only as asked, and unindexes it from the index fields",
           "[informer]") {
-  Indexer store({{kControllerUidIndex, index_by_controller_uid}, {kNamespaceIndex, index_by_namespace}});
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}, {kNamespaceIndex, index_by_namespace}},
+                builtin_index_fields());
   for (int i = 0; i < 250; ++i) {
     auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i % 10));
     REQUIRE_FALSE(store.upsert(object_key(pod.root()), pod.root(), {false, nullptr}));
@@ -673,7 +674,7 @@ TEST_CASE("indexer: a write decodes the previous version only as asked, and keep
   CHECK(store.by_index(kControllerUidIndex, "uid-job3").size() == 25);
   CHECK(store.index_keys(kNamespaceIndex, "ns").size() == 250);
 
-  // Not decoded: there was one, and the index values move all the same.
+  // Not handed back: there was one, and the index values move all the same.
   auto moved = realistic_pod("ns", "p3", "job4");
   auto replaced = store.upsert("ns/p3", moved.root(), {false, nullptr});
   CHECK(replaced.existed);
@@ -681,8 +682,8 @@ TEST_CASE("indexer: a write decodes the previous version only as asked, and keep
   CHECK(store.by_index(kControllerUidIndex, "uid-job3").size() == 24);
   CHECK(store.by_index(kControllerUidIndex, "uid-job4").size() == 26);
 
-  // Through a mask: only its fields are built.
-  const auto phase = json::FieldMask::parse("metadata{resourceVersion},status{phase}").value();
+  // Through a mask (which keeps what the indexes read): only its fields are built.
+  const auto phase = json::FieldMask::parse("metadata{namespace,ownerReferences,resourceVersion},status{phase}").value();
   auto running = realistic_pod("ns", "p3", "job4");
   REQUIRE(json::set_string(running, "/status/phase", "Succeeded"));
   auto masked = store.upsert("ns/p3", running.root(), {true, &phase});
@@ -692,7 +693,7 @@ TEST_CASE("indexer: a write decodes the previous version only as asked, and keep
   CHECK(json::find(masked.object->root(), "/spec") == nullptr);
   CHECK(json::get_string(store.get("ns/p3", phase)->root(), "/status/phase") == "Succeeded");
 
-  // An object whose index values vanish leaves every index; erasing without decoding too.
+  // An object whose index values vanish leaves every index; so does an erase.
   auto orphan = realistic_pod("ns", "p5", "job5");
   json::remove(orphan, "/metadata/ownerReferences");
   REQUIRE(store.upsert("ns/p5", orphan.root(), {false, nullptr}));
@@ -729,7 +730,9 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   FakeClient c;
   FakeClock clock;
   (void)c.seed(kPods, realistic_pod("ns", "a").root());
-  Informer inf(c, clock, pod_options());
+  InformerOptions o = pod_options();
+  o.index_fields = builtin_index_fields();  // what the namespace index reads is decoded as well
+  Informer inf(c, clock, o);
   std::mutex mu;
   std::vector<std::string> seen;  // what each on_update saw of the previous version
   auto record = [&](const char* who, const json::Value& old) {
