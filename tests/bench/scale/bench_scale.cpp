@@ -51,6 +51,16 @@ const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customreso
 const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
 const kube::GroupVersionResource kMpiJobsV2{"kubeflow.org", "v2beta1", "mpijobs"};
 
+// The resource a CRD serves, at its storage version (what the wait for it being served lists).
+kube::GroupVersionResource storage_resource(const json::Value& crd) {
+  kube::GroupVersionResource r{std::string(json::get_string(crd, "/spec/group").value_or("")), "",
+                               std::string(json::get_string(crd, "/spec/names/plural").value_or(""))};
+  if (const json::Value* versions = json::find(crd, "/spec/versions"); versions && versions->IsArray())
+    for (const auto& v : versions->GetArray())
+      if (json::get_bool(v, "/storage").value_or(false)) r.version = json::get_string(v, "/name").value_or("");
+  return r;
+}
+
 // A program name as execvp would find it on PATH.
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -325,21 +335,24 @@ class Rig {
   }
 
  private:
-  // Every kind's CRD (manifests/crds/kustomization.yaml): the operator runs every module and is
-  // ready once each kind is served.
   bool install_crds() {
-    const std::string dir = o_.source + "/manifests/crds/";
-    auto kustomization = json::parse_yaml(read_text(dir + "kustomization.yaml"));
-    const json::Value* files = kustomization && !kustomization->empty() ? json::find((*kustomization)[0].root(), "/resources") : nullptr;
-    if (!files || !files->IsArray()) {
-      std::cerr << "cannot read the resources of " << dir << "kustomization.yaml\n";
+    // Every kind `--enable-scheme '*'` serves: the generated kustomization lists them all, so a
+    // module added later is installed without touching the benchmark.
+    const std::string crds_dir = o_.source + "/manifests/crds/";
+    auto kustomization = json::parse_yaml(read_text(crds_dir + "kustomization.yaml"));
+    const json::Value* resources =
+        kustomization && !kustomization->empty() ? json::find((*kustomization)[0].root(), "/resources") : nullptr;
+    if (!resources || !resources->IsArray()) {
+      std::cerr << "cannot read the resources of " << crds_dir << "kustomization.yaml\n";
       return false;
     }
-    std::vector<std::pair<kube::GroupVersionResource, std::string>> served;  // and the namespace to list
-    for (const auto& file : files->GetArray()) {
-      auto docs = json::parse_yaml(read_text(dir + std::string(json::view(file))));
+    std::vector<kube::GroupVersionResource> served;
+    for (const auto& resource : resources->GetArray()) {
+      if (!resource.IsString()) continue;
+      const std::string file = resource.GetString();
+      auto docs = json::parse_yaml(read_text(crds_dir + file));
       if (!docs || docs->empty()) {
-        std::cerr << "cannot read " << dir << json::view(file) << "\n";
+        std::cerr << "cannot read " << crds_dir << file << "\n";
         return false;
       }
       for (auto& crd : *docs) {
@@ -351,19 +364,14 @@ class Rig {
           (void)json::set_string(crd, "/spec/conversion/strategy", "None");
         }
         if (!client_->create(kCrds, "", crd.root())) return false;
-        const std::string group(json::get_string(crd.root(), "/spec/group").value_or(""));
-        const std::string plural(json::get_string(crd.root(), "/spec/names/plural").value_or(""));
-        const std::string ns = json::get_string(crd.root(), "/spec/scope") == "Cluster" ? "" : "default";
-        if (const auto* versions = json::find(crd.root(), "/spec/versions"); versions && versions->IsArray())
-          for (const auto& v : versions->GetArray())
-            served.push_back({{group, std::string(json::get_string(v, "/name").value_or("")), plural}, ns});
+        served.push_back(storage_resource(crd.root()));
       }
     }
     return wait_until([&] {
-      for (const auto& [r, ns] : served)
-        if (!client_->list(r, ns, {})) return false;
+      for (const auto& resource : served)
+        if (!client_->list(resource, "", {})) return false;  // all namespaces, or cluster-scoped
       return true;
-    }, std::chrono::seconds(60), std::chrono::milliseconds(100));
+    }, std::chrono::seconds(30), std::chrono::milliseconds(100));
   }
 
   const Options& o_;
