@@ -107,14 +107,35 @@ kube::Informer& SharedCaches::make(const kube::GroupVersionResource& resource, k
   o.keep = std::move(selection.keep);
   o.fields = std::move(fields);
   o.indexers.clear();
-  if (indexed) o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
+  if (indexed) {
+    o.indexers.emplace(kube::kControllerUidIndex, kube::index_by_controller_uid);
+    o.index_fields = kube::builtin_index_fields();
+  }
   all_.push_back(std::make_unique<kube::Informer>(client_, clock_, std::move(o)));
   return *all_.back();
+}
+
+std::shared_ptr<const json::FieldMask> previous_fields(ChildKind kind) {
+  auto parse = [](std::string_view text) {
+    // Constants: the unit tests read a previous version through each.
+    return std::make_shared<const json::FieldMask>(json::FieldMask::parse(text).value());
+  };
+  static const auto pods = parse("metadata{namespace,resourceVersion,ownerReferences},status{phase}");
+  static const auto with_status = parse("metadata{namespace,resourceVersion,ownerReferences},status");
+  static const auto others = parse("metadata{namespace,resourceVersion,ownerReferences}");
+  switch (kind) {
+    case ChildKind::Pod: return pods;
+    case ChildKind::Owned: return with_status;
+    case ChildKind::Service:
+    case ChildKind::PodGroup: return others;
+  }
+  return nullptr;
 }
 
 void SharedCaches::watch_children(kube::Informer& informer, ChildKind kind) {
   using Change = ChildEvent::Change;
   kube::EventHandlers h;
+  h.previous_fields = previous_fields(kind);
   h.on_add = [this, kind](const json::Value& obj) { dispatch(kind, Change::Added, nullptr, obj); };
   h.on_update = [this, kind](const json::Value& old_obj, const json::Value& obj) {
     dispatch(kind, Change::Updated, &old_obj, obj);

@@ -46,7 +46,8 @@ struct ChildEvent {
   Change change = Change::Added;
   ChildKind kind = ChildKind::Pod;
   const json::Value& object;            // for Deleted, its last state
-  const json::Value* previous = nullptr;  // Updated: the state before
+  // Updated: the state before, only what react() and the dispatch read of it (previous_fields).
+  const json::Value* previous = nullptr;
   api::OwnerReference job;              // the job it belongs to
   bool grandchild = false;              // owned by an object the job owns (an MPI launcher Job's pod)
 };
@@ -77,6 +78,10 @@ class ChildEventSink {
 // child_label_selector: an error names the module when the selector is not a plain
 // "key=value[,key=value]" (only those can be stamped).
 Result<api::Labels> child_labels(const framework::FrameworkDescriptor& descriptor);
+
+// What a ChildEvent's `previous` holds of a child of `kind`: metadata.namespace,
+// resourceVersion and ownerReferences; a pod's status.phase, an owned object's status.
+std::shared_ptr<const json::FieldMask> previous_fields(ChildKind kind);
 
 class ChildCaches;
 

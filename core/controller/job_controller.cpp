@@ -54,6 +54,7 @@ void JobController::init(SharedCaches& caches) {
   job_handlers.on_update = [this](const json::Value& old_obj, const json::Value& obj) {
     if (api::resource_version_of(old_obj) != api::resource_version_of(obj)) queue_.add(kube::object_key(obj));
   };
+  job_handlers.previous_fields = kube::resource_version_fields();
   job_handlers.on_delete = [this](const json::Value& obj, bool) {
     const std::string key = kube::object_key(obj);
     expectations_.forget_prefix(key + "/");

@@ -31,6 +31,12 @@ std::vector<std::string> index_by_namespace(const json::Value& obj) {
   return {std::string(*ns)};
 }
 
+std::shared_ptr<const json::FieldMask> builtin_index_fields() {
+  static const auto fields =
+      std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{namespace,ownerReferences}").value());
+  return fields;
+}
+
 std::vector<std::string> index_by_controller_uid(const json::Value& obj) {
   const auto* refs = json::find(obj, "/metadata/ownerReferences");
   if (!refs || !refs->IsArray()) return {};
@@ -92,6 +98,11 @@ std::shared_ptr<const json::FieldMask> job_fields() {
 
 std::shared_ptr<const json::FieldMask> priority_class_fields() {
   static const auto fields = mask("apiVersion,kind,metadata{name,uid,resourceVersion},value");
+  return fields;
+}
+
+std::shared_ptr<const json::FieldMask> resource_version_fields() {
+  static const auto fields = mask("metadata{resourceVersion}");
   return fields;
 }
 
@@ -245,13 +256,16 @@ struct Indexer::Tokens {
   }
 };
 
-Indexer::Indexer(std::map<std::string, IndexFunc> indexers)
-    : indexers_(std::move(indexers)), tokens_(std::make_unique<Tokens>()) {}
+Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields)
+    : indexers_(std::move(indexers)), index_fields_(std::move(index_fields)), tokens_(std::make_unique<Tokens>()) {}
 
 Indexer::~Indexer() = default;
 
-ObjectPtr Indexer::decode(const Entry& e) const {
-  auto doc = tokens_->fixed() ? json::Document::parse(tokens_->expand(e.text)) : json::Document::parse(e.text);
+ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
+  std::string expanded;
+  std::string_view text = e.text;
+  if (tokens_->fixed()) text = expanded = tokens_->expand(e.text);
+  auto doc = fields ? json::Document::parse(text, *fields) : json::Document::parse(text);
   // The text is the store's own dump of a document: it always parses.
   return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
 }
@@ -260,6 +274,12 @@ ObjectPtr Indexer::get(const std::string& key) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
   return it == items_.end() ? nullptr : decode(it->second);
+}
+
+ObjectPtr Indexer::get(const std::string& key, const json::FieldMask& fields) const {
+  std::shared_lock g(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : decode(it->second, &fields);
 }
 
 bool Indexer::holds(const std::string& key, std::string_view uid) const {
@@ -316,52 +336,79 @@ size_t Indexer::text_bytes() const {
   return text_bytes_;
 }
 
-void Indexer::unindex_locked(std::string_view key, const json::Value& obj) {
+void Indexer::reindex_locked(std::string_view key, const json::Value* before, const json::Value* after) {
   for (const auto& [name, fn] : indexers_) {
     auto& idx = indices_[name];
-    for (const auto& v : fn(obj)) {
+    std::vector<std::string> was = before ? fn(*before) : std::vector<std::string>{};
+    std::vector<std::string> now = after ? fn(*after) : std::vector<std::string>{};
+    for (const auto& v : was) {
+      if (std::find(now.begin(), now.end(), v) != now.end()) continue;  // kept: nothing to move
       auto it = idx.find(v);
       if (it == idx.end()) continue;
       it->second.erase(key);
       if (it->second.empty()) idx.erase(it);
     }
+    for (auto& v : now) {
+      if (std::find(was.begin(), was.end(), v) != was.end()) continue;
+      idx[std::move(v)].insert(key);
+    }
   }
 }
 
-void Indexer::index_locked(std::string_view key, const json::Value& obj) {
-  for (const auto& [name, fn] : indexers_) {
-    auto& idx = indices_[name];
-    for (auto& v : fn(obj)) idx[std::move(v)].insert(key);
+ObjectPtr Indexer::previous_for(const Entry& e, DecodePrevious previous) const {
+  if (previous.decode) return decode(e, previous.fields);
+  if (indexers_.empty()) return nullptr;
+  return decode(e, index_fields_.get());
+}
+
+void Indexer::recode_locked() {
+  for (auto& [key, entry] : items_) {
+    auto doc = json::Document::parse(entry.text);
+    if (!doc) continue;  // the store's own dump: never
+    std::string coded = tokens_->encode(doc->root());
+    text_bytes_ = text_bytes_ - entry.text.size() + coded.size();
+    entry.text = std::move(coded);
   }
 }
 
-ObjectPtr Indexer::upsert(const std::string& key, const json::Value& obj) {
+Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj, DecodePrevious previous) {
   const uint64_t uid_hash = hash_uid(json::get_string(obj, "/metadata/uid").value_or(""));
   std::unique_lock g(mu_);
-  if (!tokens_->fixed()) tokens_->learn(obj);
+  if (!tokens_->fixed()) {
+    tokens_->learn(obj);
+    // The store's first objects were kept plain while it learnt; code them now (plain text
+    // decodes too, but takes about a third more bytes).
+    if (tokens_->fixed()) recode_locked();
+  }
   std::string text = tokens_->fixed() ? tokens_->encode(obj) : json::dump(obj);
   auto [it, inserted] = items_.try_emplace(key);
-  ObjectPtr old;
+  Previous out;
   if (!inserted) {
-    old = decode(it->second);
-    if (old) unindex_locked(it->first, old->root());
+    out.existed = true;
+    ObjectPtr old = previous_for(it->second, previous);
+    reindex_locked(it->first, old ? &old->root() : nullptr, &obj);
+    if (previous.decode) out.object = std::move(old);
     text_bytes_ -= it->second.text.size();
+  } else {
+    reindex_locked(it->first, nullptr, &obj);
   }
   text_bytes_ += text.size();
   it->second = Entry{std::move(text), uid_hash};
-  index_locked(it->first, obj);
-  return old;
+  return out;
 }
 
-ObjectPtr Indexer::erase(const std::string& key) {
+Indexer::Previous Indexer::erase(const std::string& key, DecodePrevious previous) {
   std::unique_lock g(mu_);
   auto it = items_.find(key);
-  if (it == items_.end()) return nullptr;
-  ObjectPtr old = decode(it->second);
-  if (old) unindex_locked(it->first, old->root());
+  if (it == items_.end()) return {};
+  Previous out;
+  out.existed = true;
+  ObjectPtr old = previous_for(it->second, previous);
+  if (old) reindex_locked(it->first, &old->root(), nullptr);
+  if (previous.decode) out.object = std::move(old);
   text_bytes_ -= it->second.text.size();
   items_.erase(it);
-  return old;
+  return out;
 }
 
 // ---- Informer --------------------------------------------------------------------------------
@@ -382,10 +429,11 @@ bool is_gone(const ApiError& e) { return e.code == 410 || e.is(ApiError::Reason:
 std::string rv_of(const json::Value& obj) {
   return std::string(json::get_string(obj, "/metadata/resourceVersion").value_or(""));
 }
+
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers) {}
+    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields) {}
 
 Informer::~Informer() { stop(); }
 
@@ -393,6 +441,16 @@ void Informer::add_handlers(EventHandlers handlers) {
   std::lock_guard g(dispatch_mu_);
   if (handlers.on_add) {
     for (const auto& obj : cache_.list()) handlers.on_add(obj->root());
+  }
+  if (handlers.on_update) {
+    decode_previous_ = true;
+    if (!handlers.previous_fields || (!cache_.index_fields() && opts_.indexers.size() > 0)) {
+      previous_whole_ = true;
+    } else {
+      // The cache unindexes the previous version from what it decodes for the handlers.
+      if (!previous_fields_) previous_fields_ = cache_.index_fields() ? *cache_.index_fields() : *handlers.previous_fields;
+      previous_fields_ = previous_fields_->merged(*handlers.previous_fields);
+    }
   }
   handlers_.push_back(std::move(handlers));
 }
@@ -475,10 +533,15 @@ InformerStats Informer::stats() const {
 
 void Informer::apply_upsert(const std::string& key, const json::Value& obj) {
   std::lock_guard g(dispatch_mu_);
-  ObjectPtr old = cache_.upsert(key, obj);
+  upsert_and_notify(key, obj);
+}
+
+void Informer::upsert_and_notify(const std::string& key, const json::Value& obj) {
+  const DecodePrevious how{decode_previous_, previous_whole_ || !previous_fields_ ? nullptr : &*previous_fields_};
+  Indexer::Previous old = cache_.upsert(key, obj, how);
   for (const auto& h : handlers_) {
     if (old) {
-      if (h.on_update) h.on_update(old->root(), obj);
+      if (h.on_update && old.object) h.on_update(old.object->root(), obj);
     } else if (h.on_add) {
       h.on_add(obj);
     }
@@ -487,9 +550,11 @@ void Informer::apply_upsert(const std::string& key, const json::Value& obj) {
 
 void Informer::apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown) {
   std::lock_guard g(dispatch_mu_);
-  ObjectPtr old = cache_.erase(key);
+  // The cached state is decoded only when it is all a handler will be told.
+  Indexer::Previous old = cache_.erase(key, {last == nullptr, nullptr});
   if (!old) return;  // never seen: nothing to tell anyone
-  const json::Value& shown = last ? *last : old->root();
+  if (!last && !old.object) return;
+  const json::Value& shown = last ? *last : old.object->root();
   for (const auto& h : handlers_) {
     if (h.on_delete) h.on_delete(shown, final_state_unknown);
   }
@@ -535,17 +600,10 @@ bool Informer::list_and_replace(Scope& scope) {
       for (const auto& obj : items->GetArray()) {
         if (!wanted(obj)) continue;
         std::string key = object_key(obj);
-        ObjectPtr old = cache_.get(key);
+        ObjectPtr old = cache_.get(key, *resource_version_fields());
         seen.emplace(key, true);
         if (old && rv_of(old->root()) == rv_of(obj)) continue;
-        cache_.upsert(key, obj);
-        for (const auto& h : handlers_) {
-          if (old) {
-            if (h.on_update) h.on_update(old->root(), obj);
-          } else if (h.on_add) {
-            h.on_add(obj);
-          }
-        }
+        upsert_and_notify(key, obj);
       }
     }
     auto cont = json::get_string(page->root(), "/metadata/continue");
@@ -562,11 +620,11 @@ bool Informer::list_and_replace(Scope& scope) {
     for (const auto& key : cache_.keys()) {
       if (!prefix.empty() && key.compare(0, prefix.size(), prefix) != 0) continue;
       if (seen.count(key)) continue;
-      ObjectPtr old = cache_.erase(key);
-      if (!old) continue;
+      Indexer::Previous old = cache_.erase(key);
+      if (!old.object) continue;
       ++synthesized;
       for (const auto& h : handlers_) {
-        if (h.on_delete) h.on_delete(old->root(), true);
+        if (h.on_delete) h.on_delete(old.object->root(), true);
       }
     }
     std::lock_guard g2(mu_);

@@ -51,6 +51,8 @@ inline constexpr const char* kControllerUidIndex = "controller-uid";
 std::vector<std::string> index_by_namespace(const json::Value& obj);
 // The uid of the ownerReference with controller=true.
 std::vector<std::string> index_by_controller_uid(const json::Value& obj);
+// What those two read: metadata.namespace and metadata.ownerReferences.
+std::shared_ptr<const json::FieldMask> builtin_index_fields();
 
 // The fields a cache keeps (json::FieldMask). Pods keep what the core and the framework modules
 // decide on and what training-operator's abnormal-pod events read: apiVersion, kind; metadata:
@@ -75,6 +77,9 @@ std::shared_ptr<const json::FieldMask> owned_fields();
 std::shared_ptr<const json::FieldMask> job_fields();
 // PriorityClasses: metadata.name and value.
 std::shared_ptr<const json::FieldMask> priority_class_fields();
+// metadata.resourceVersion alone: what a handler that only tells versions apart reads of the
+// previous version (EventHandlers::previous_fields).
+std::shared_ptr<const json::FieldMask> resource_version_fields();
 // A pod / Service reduced to pod_fields() / service_fields().
 json::Document project_pod(const json::Value& full);
 json::Document project_service(const json::Value& full);
@@ -90,6 +95,13 @@ struct Selection {
 };
 Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
 
+// What an Indexer write decodes of the version it replaces or removes: nothing (`decode` false),
+// the fields a mask keeps, or (null) the whole object.
+struct DecodePrevious {
+  bool decode = true;
+  const json::FieldMask* fields = nullptr;
+};
+
 // A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
 // decoded on every read: a decoded pod takes about 2.5 times the bytes of its text, and an
 // operator reads a job's children a few times per reconcile but holds all of them all the time.
@@ -98,7 +110,9 @@ Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
 // first objects (see Tokens in informer.cpp).
 class Indexer {
  public:
-  explicit Indexer(std::map<std::string, IndexFunc> indexers = {});
+  // `index_fields`: what the index functions read (index_by_namespace and
+  // index_by_controller_uid: builtin_index_fields()); null: they may read anything.
+  explicit Indexer(std::map<std::string, IndexFunc> indexers = {}, std::shared_ptr<const json::FieldMask> index_fields = nullptr);
   ~Indexer();
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
@@ -118,9 +132,23 @@ class Indexer {
   // Bytes of the objects' text (what the store holds beyond its bookkeeping).
   size_t text_bytes() const;
 
-  // Writers (the informer). Return the previous object, if any.
-  ObjectPtr upsert(const std::string& key, const json::Value& obj);
-  ObjectPtr erase(const std::string& key);
+  // Decoded through `fields` (only what it keeps is built); null when there is none.
+  ObjectPtr get(const std::string& key, const json::FieldMask& fields) const;
+
+  // What a write hands back of the object it replaced or removed: whether there was one and,
+  // when asked (DecodePrevious), its decoded copy. A write decodes the previous version anyway,
+  // to move the object between index values, but only through `index_fields` when that is all
+  // it is needed for; a caller that asks for some fields names a mask that keeps index_fields().
+  struct Previous {
+    bool existed = false;
+    ObjectPtr object;  // null unless asked for
+    explicit operator bool() const { return existed; }
+  };
+  // Writers (the informer).
+  Previous upsert(const std::string& key, const json::Value& obj, DecodePrevious previous = {});
+  Previous erase(const std::string& key, DecodePrevious previous = {});
+  // What the index functions read; null: the whole object (or no index at all).
+  const json::FieldMask* index_fields() const { return indexers_.empty() ? nullptr : index_fields_.get(); }
 
  private:
   struct Entry {
@@ -133,12 +161,19 @@ class Indexer {
   };
   using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
   struct Tokens;
-  ObjectPtr decode(const Entry& e) const;
-  // Index sets hold views of the keys in items_ (node-based: their addresses are stable).
-  void unindex_locked(std::string_view key, const json::Value& obj);
-  void index_locked(std::string_view key, const json::Value& obj);
+  ObjectPtr decode(const Entry& e, const json::FieldMask* fields = nullptr) const;
+  // Index sets hold views of the keys in items_ (node-based: their addresses are stable). Moves
+  // `key` from the index values of `before` to those of `after` (either may be null), touching
+  // only the values that differ.
+  void reindex_locked(std::string_view key, const json::Value* before, const json::Value* after);
+  // The previous version as a write needs it: what the caller asked for, else what unindexing
+  // reads (nothing without indexes).
+  ObjectPtr previous_for(const Entry& e, DecodePrevious previous) const;
+  // The objects stored as plain text before the store learnt its codes, coded.
+  void recode_locked();
 
   std::map<std::string, IndexFunc> indexers_;
+  std::shared_ptr<const json::FieldMask> index_fields_;
   mutable std::shared_mutex mu_;
   Items items_;
   std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
@@ -152,6 +187,9 @@ struct EventHandlers {
   // `final_state_unknown`: the deletion was inferred by a relist, `last_known` is the state the
   // cache had, not the object's final state.
   std::function<void(const json::Value& last_known, bool final_state_unknown)> on_delete;
+  // The fields of `old_obj` on_update reads; null: the whole object. The cache keeps objects as
+  // text, so the previous version is decoded for on_update alone: decoding only these is cheaper.
+  std::shared_ptr<const json::FieldMask> previous_fields;
 };
 
 struct InformerOptions {
@@ -166,6 +204,9 @@ struct InformerOptions {
   // stops matching is removed like a deleted one.
   std::function<bool(const json::Value& obj)> keep;
   std::map<std::string, IndexFunc> indexers{{kNamespaceIndex, index_by_namespace}};
+  // What `indexers` read of an object (Indexer): builtin_index_fields() for the built-in ones;
+  // null: anything (the previous version of an object is then decoded whole to unindex it).
+  std::shared_ptr<const json::FieldMask> index_fields;
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max
@@ -238,6 +279,12 @@ class Informer {
 
   std::mutex dispatch_mu_;  // serializes cache writes + handler calls across scopes
   std::vector<EventHandlers> handlers_;
+  // What of the previous version the handlers read: nothing without an on_update; the union of
+  // their previous_fields, or the whole object when one of them names none.
+  bool decode_previous_ = false;
+  bool previous_whole_ = false;
+  std::optional<json::FieldMask> previous_fields_;
+  void upsert_and_notify(const std::string& key, const json::Value& obj);  // dispatch_mu_ held
 };
 
 }  // namespace unitrain::kube

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
       std::lock_guard g(mu);
       if (done.insert(std::string(json::get_string(obj, "/metadata/name").value_or(""))).second) ++succeeded;
     };
-    observer.add_handlers({count, [&](const json::Value&, const json::Value& n) { count(n); }, {}});
+    observer.add_handlers({count, [&](const json::Value&, const json::Value& n) { count(n); }, {}, {}});
     observer.start();
     observer.wait_for_sync(std::chrono::seconds(10));
 

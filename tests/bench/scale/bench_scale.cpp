@@ -527,13 +527,13 @@ RunResult run_batch(const Options& o, int n, double qps) {
   pods.fields = kube::pod_fields();
   kube::Informer pod_watch(rig.client(), clock, pods);
   pod_watch.add_handlers({[&](const json::Value& p) { observer.on_pod(p); },
-                          [&](const json::Value&, const json::Value& p) { observer.on_pod(p); }, {}});
+                          [&](const json::Value&, const json::Value& p) { observer.on_pod(p); }, {}, {}});
   kube::InformerOptions jobs;
   jobs.resource = kPyTorchJobs;
   jobs.namespaces = {"default"};
   kube::Informer job_watch(rig.client(), clock, jobs);
   job_watch.add_handlers({[&](const json::Value& j) { observer.on_job(j); },
-                          [&](const json::Value&, const json::Value& j) { observer.on_job(j); }, {}});
+                          [&](const json::Value&, const json::Value& j) { observer.on_job(j); }, {}, {}});
   pod_watch.start();
   job_watch.start();
   pod_watch.wait_for_sync(std::chrono::seconds(30));

@@ -113,3 +113,43 @@ TEST_CASE("child events: a pod that changed phase or an owned object whose statu
   // Services and PodGroups only ever need more creates (a PodGroup admitted by Volcano).
   CHECK(!react(d, Change::Updated, ChildKind::PodGroup, job_complete, &job_running).status_first);
 }
+
+TEST_CASE("child events: the previous version as the caches decode it (previous_fields) gives the same answers") {
+  // Children with everything a projection could drop: labels, spec, conditions, owner references.
+  auto full = [](std::string_view rv, std::string_view phase, std::string_view owner_uid) {
+    return json::Document::parse(fmt::format(
+               R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"c","namespace":"ns","resourceVersion":"{}",)"
+               R"("labels":{{"training.kubeflow.org/replica-type":"worker"}},"ownerReferences":[{{"apiVersion":"kubeflow.org/v1",)"
+               R"("kind":"PyTorchJob","name":"j","uid":"{}","controller":true}}]}},"spec":{{"nodeName":"n1"}},)"
+               R"("status":{{"phase":"{}","active":1,"conditions":[{{"type":"Ready","status":"True"}}]}}}})",
+               rv, owner_uid, phase))
+        .value();
+  };
+  const std::vector<json::Document> versions = [&] {
+    std::vector<json::Document> v;
+    v.push_back(full("1", "Pending", "u1"));
+    v.push_back(full("2", "Running", "u1"));
+    v.push_back(full("2", "Running", "u1"));
+    v.push_back(full("3", "Succeeded", "u1"));
+    v.push_back(full("4", "Succeeded", "u2"));
+    return v;
+  }();
+  for (const auto& m : {training_operator(), mpi_operator()}) {
+    for (auto kind : {ChildKind::Pod, ChildKind::Service, ChildKind::Owned, ChildKind::PodGroup}) {
+      const auto fields = c::previous_fields(kind);
+      REQUIRE(fields);
+      for (const auto& before : versions) {
+        const auto projected = json::Document::parse(before.dump(), *fields).value();
+        CHECK(unitrain::api::controller_of(projected.root())->uid == unitrain::api::controller_of(before.root())->uid);
+        CHECK(unitrain::api::namespace_of(projected.root()) == "ns");
+        for (const auto& now : versions) {
+          const auto whole = react(m, Change::Updated, kind, now, &before);
+          const auto masked = react(m, Change::Updated, kind, now, &projected);
+          CHECK(whole.reconcile == masked.reconcile);
+          CHECK(whole.status_first == masked.status_first);
+          CHECK(whole.observed == masked.observed);
+        }
+      }
+    }
+  }
+}

@@ -624,7 +624,7 @@ TEST_CASE("indexer: objects read back as stored, before and after it codes its m
     REQUIRE(json::set_string(pod, "/metadata/labels/odd", fmt::format("a\"b\\c\x01\x1f\tn\u00e9-{}", i)));
     REQUIRE(json::set_string(pod, "/metadata/annotations/\x02key", "training.kubeflow.org/job-name"));
     dumps.push_back(pod.dump());
-    CHECK(store.upsert(object_key(pod.root()), pod.root()) == nullptr);
+    CHECK_FALSE(store.upsert(object_key(pod.root()), pod.root()));
   }
   REQUIRE(store.size() == static_cast<size_t>(kObjects));
   for (int i = 0; i < kObjects; ++i) {
@@ -650,13 +650,120 @@ TEST_CASE("indexer: objects read back as stored, before and after it codes its m
   auto moved = realistic_pod("ns", "job0-worker-0", "other");
   auto old = store.upsert("ns/job0-worker-0", moved.root());
   REQUIRE(old);
-  CHECK(old->dump() == dumps[0]);
+  REQUIRE(old.object);
+  CHECK(old.object->dump() == dumps[0]);
   CHECK(store.by_index(kControllerUidIndex, "uid-job0").size() == 3);
   CHECK(store.by_index(kControllerUidIndex, "uid-other").size() == 1);
   auto erased = store.erase("ns/job0-worker-0");
   REQUIRE(erased);
-  CHECK(erased->dump() == moved.dump());
+  REQUIRE(erased.object);
+  CHECK(erased.object->dump() == moved.dump());
   CHECK(store.by_index(kControllerUidIndex, "uid-other").empty());
-  CHECK(store.erase("ns/job0-worker-0") == nullptr);
+  CHECK_FALSE(store.erase("ns/job0-worker-0"));
   CHECK(store.size() == static_cast<size_t>(kObjects));
+}
+
+TEST_CASE("indexer: a write hands back the previous version only as asked, and unindexes it from the index fields",
+          "[informer]") {
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}, {kNamespaceIndex, index_by_namespace}},
+                builtin_index_fields());
+  for (int i = 0; i < 250; ++i) {
+    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i % 10));
+    REQUIRE_FALSE(store.upsert(object_key(pod.root()), pod.root(), {false, nullptr}));
+  }
+  CHECK(store.by_index(kControllerUidIndex, "uid-job3").size() == 25);
+  CHECK(store.index_keys(kNamespaceIndex, "ns").size() == 250);
+
+  // Not handed back: there was one, and the index values move all the same.
+  auto moved = realistic_pod("ns", "p3", "job4");
+  auto replaced = store.upsert("ns/p3", moved.root(), {false, nullptr});
+  CHECK(replaced.existed);
+  CHECK(replaced.object == nullptr);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job3").size() == 24);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job4").size() == 26);
+
+  // Through a mask (which keeps what the indexes read): only its fields are built.
+  const auto phase = json::FieldMask::parse("metadata{namespace,ownerReferences,resourceVersion},status{phase}").value();
+  auto running = realistic_pod("ns", "p3", "job4");
+  REQUIRE(json::set_string(running, "/status/phase", "Succeeded"));
+  auto masked = store.upsert("ns/p3", running.root(), {true, &phase});
+  REQUIRE(masked.object);
+  CHECK(json::get_string(masked.object->root(), "/status/phase") == json::get_string(moved.root(), "/status/phase"));
+  CHECK(json::find(masked.object->root(), "/metadata/name") == nullptr);
+  CHECK(json::find(masked.object->root(), "/spec") == nullptr);
+  CHECK(json::get_string(store.get("ns/p3", phase)->root(), "/status/phase") == "Succeeded");
+
+  // An object whose index values vanish leaves every index; so does an erase.
+  auto orphan = realistic_pod("ns", "p5", "job5");
+  json::remove(orphan, "/metadata/ownerReferences");
+  REQUIRE(store.upsert("ns/p5", orphan.root(), {false, nullptr}));
+  CHECK(store.by_index(kControllerUidIndex, "uid-job5").size() == 24);
+  for (int i = 0; i < 250; ++i) {
+    auto gone = store.erase(fmt::format("ns/p{}", i), {false, nullptr});
+    CHECK(gone.existed);
+    CHECK(gone.object == nullptr);
+  }
+  CHECK(store.size() == 0);
+  CHECK(store.index_keys(kNamespaceIndex, "ns").empty());
+  CHECK(store.by_index(kControllerUidIndex, "uid-job4").empty());
+  CHECK(store.text_bytes() == 0);
+}
+
+TEST_CASE("indexer: the objects stored while it learnt its codes are coded once it knows them", "[informer]") {
+  Indexer store;
+  size_t plain = 0;
+  // Exactly the objects it learns from: the last of them fixes the codes.
+  for (int i = 0; i < 200; ++i) {
+    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
+    plain += pod.dump().size();
+    store.upsert(object_key(pod.root()), pod.root());
+    if (i == 198) CHECK(store.text_bytes() == plain);  // still learning: plain text
+  }
+  CHECK(store.text_bytes() < plain * 4 / 5);
+  for (int i = 0; i < 200; ++i) {
+    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
+    CHECK(store.get(fmt::format("ns/p{}", i))->dump() == pod.dump());
+  }
+}
+
+TEST_CASE("informer: on_update gets the previous version through the handlers' previous_fields", "[informer]") {
+  FakeClient c;
+  FakeClock clock;
+  (void)c.seed(kPods, realistic_pod("ns", "a").root());
+  InformerOptions o = pod_options();
+  o.index_fields = builtin_index_fields();  // what the namespace index reads is decoded as well
+  Informer inf(c, clock, o);
+  std::mutex mu;
+  std::vector<std::string> seen;  // what each on_update saw of the previous version
+  auto record = [&](const char* who, const json::Value& old) {
+    std::lock_guard g(mu);
+    seen.push_back(fmt::format("{} step={} name={}", who, json::get_string(old, "/metadata/labels/step").value_or("-"),
+                               json::get_string(old, "/metadata/name").value_or("-")));
+  };
+  EventHandlers phase_only;
+  phase_only.on_update = [&](const json::Value& old, const json::Value&) { record("labels", old); };
+  phase_only.previous_fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{labels}").value());
+  inf.add_handlers(phase_only);
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"1"}}})"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(mu);
+    return seen.size() == 1;
+  }));
+  CHECK(seen[0] == "labels step=- name=-");  // only the mask's fields were decoded
+
+  // A handler that names no fields makes every handler see the whole previous version.
+  EventHandlers whole;
+  whole.on_update = [&](const json::Value& old, const json::Value&) { record("whole", old); };
+  inf.add_handlers(whole);
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"2"}}})"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(mu);
+    return seen.size() == 3;
+  }));
+  CHECK(std::count(seen.begin(), seen.end(), "labels step=1 name=a") == 1);
+  CHECK(std::count(seen.begin(), seen.end(), "whole step=1 name=a") == 1);
+  inf.stop();
 }
