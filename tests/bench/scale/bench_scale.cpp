@@ -326,9 +326,13 @@ class Rig {
 
  private:
   bool install_crds() {
-    std::vector<std::string> plurals;
+    std::vector<kube::GroupVersionResource> served;
+    // Every kind some module serves: an operator with `--enable-scheme '*'` waits for all of them.
     for (const char* file : {"kubeflow.org_pytorchjobs.yaml", "kubeflow.org_tfjobs.yaml", "kubeflow.org_mxjobs.yaml",
-                             "kubeflow.org_xgboostjobs.yaml", "kubeflow.org_paddlejobs.yaml", "kubeflow.org_mpijobs.yaml"}) {
+                             "kubeflow.org_xgboostjobs.yaml", "kubeflow.org_paddlejobs.yaml", "kubeflow.org_mpijobs.yaml",
+                             "kubeflow.org_jaxjobs.yaml", "jobset.x-k8s.io_jobsets.yaml", "trainer.kubeflow.org_trainjobs.yaml",
+                             "trainer.kubeflow.org_trainingruntimes.yaml",
+                             "trainer.kubeflow.org_clustertrainingruntimes.yaml"}) {
       auto docs = json::parse_yaml(read_text(o_.source + "/manifests/crds/" + file));
       if (!docs || docs->empty()) {
         std::cerr << "cannot read " << o_.source << "/manifests/crds/" << file << "\n";
@@ -343,12 +347,18 @@ class Rig {
           (void)json::set_string(crd, "/spec/conversion/strategy", "None");
         }
         if (!client_->create(kCrds, "", crd.root())) return false;
-        plurals.push_back(std::string(json::get_string(crd.root(), "/spec/names/plural").value_or("")));
+        const json::Value* versions = json::find(crd.root(), "/spec/versions");
+        const std::string version =
+            versions && versions->IsArray() && !versions->Empty()
+                ? std::string(json::get_string((*versions)[0], "/name").value_or("v1"))
+                : "v1";
+        served.push_back({std::string(json::get_string(crd.root(), "/spec/group").value_or("")), version,
+                          std::string(json::get_string(crd.root(), "/spec/names/plural").value_or(""))});
       }
     }
     return wait_until([&] {
-      for (const auto& p : plurals)
-        if (!client_->list({"kubeflow.org", p == "mpijobs" ? "v2beta1" : "v1", p}, "default", {})) return false;
+      for (const auto& r : served)
+        if (!client_->list(r, "", {})) return false;
       return true;
     }, std::chrono::seconds(30), std::chrono::milliseconds(100));
   }
