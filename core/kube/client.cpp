@@ -5,12 +5,12 @@
 namespace unitrain::kube {
 
 std::shared_ptr<const json::FieldMask> nothing_read() {
-  static const auto fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("").value());
+  static const auto fields = std::make_shared<const json::FieldMask>(json::FieldMask::nothing());
   return fields;
 }
 
 bool keeps_nothing(const json::FieldMask* fields) {
-  return fields && !fields->root().others && fields->root().members.empty();
+  return fields && fields->keeps_nothing();
 }
 
 }  // namespace unitrain::kube
