@@ -9,6 +9,10 @@ namespace unitrain::controller {
 
 void Expectations::set(std::string_view key, int64_t adds, int64_t deletes) {
   std::lock_guard lock(mu_);
+  if (adds <= 0 && deletes <= 0) {
+    if (auto it = records_.find(key); it != records_.end()) records_.erase(it);
+    return;
+  }
   records_.insert_or_assign(std::string(key), Record{adds, deletes, clock_.steady_now()});
 }
 
@@ -28,6 +32,10 @@ void Expectations::lower(std::string_view key, int64_t adds, int64_t deletes) {
   if (it == records_.end()) return;
   it->second.adds -= adds;
   it->second.deletes -= deletes;
+  // Fulfilled: the record goes, so the map holds only jobs with writes in flight (not every job
+  // ever reconciled), and an observation beyond what was expected cannot leave a debt that would
+  // satisfy a later expectation before its object is seen.
+  if (it->second.adds <= 0 && it->second.deletes <= 0) records_.erase(it);
 }
 
 bool Expectations::satisfied(std::string_view key) const {
@@ -84,6 +92,11 @@ void Expectations::forget_prefix(std::string_view prefix) {
   while (it != records_.end() && std::string_view(it->first).starts_with(prefix)) it = records_.erase(it);
   auto vit = versions_.lower_bound(prefix);
   while (vit != versions_.end() && std::string_view(vit->first).starts_with(prefix)) vit = versions_.erase(vit);
+}
+
+size_t Expectations::size() const {
+  std::lock_guard lock(mu_);
+  return records_.size() + versions_.size();
 }
 
 Expectations::Pending Expectations::pending(std::string_view key) const {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -55,6 +56,9 @@ class Expectations {
     int64_t deletes = 0;
   };
   Pending pending(std::string_view key) const;
+  // Records held: expectations not yet fulfilled, and job versions not yet seen. A fulfilled
+  // expectation and a seen version are dropped at once.
+  size_t size() const;
 
   static std::string pods_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
   static std::string services_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);

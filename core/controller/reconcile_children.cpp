@@ -96,7 +96,7 @@ kube::ApiResult<ReconcilePass::GangAdmission> ReconcilePass::apply_pod_group(gan
   json::Document desired = backend->desired(request, existing ? &existing->root() : nullptr);
   if (!existing) {
     label_for_caches(desired);
-    auto r = deps_.client.create(backend->resource(), ns_, desired.root(), written_only());
+    auto r = deps_.client.create(backend->resource(), ns_, desired.root(), nothing_read_back());
     if (!r && !r.error().is(ApiError::Reason::AlreadyExists)) {
       writes_.child_event(framework::ChildEvent::CreateFailed, {"PodGroup", name_, {}, r.error().message});
       return fail(r.error());
@@ -183,7 +183,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
     }
     if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
-    auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
+    auto r = deps_.client.create(want.resource, ns_, obj.root(), nothing_read_back());
     if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
     if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
       // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
@@ -317,7 +317,8 @@ std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot&
   }
   const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
   deps_.expectations.expect_creations(expectation, 1);
-  auto r = deps_.client.create(kPods, ns_, built->pod.root(), written_only());
+  // Nothing of the response is read: the informer's ADD is what the expectation waits for.
+  auto r = deps_.client.create(kPods, ns_, built->pod.root(), nothing_read_back());
   if (r) {
     log_.note("created pods", pod_name);
     writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});

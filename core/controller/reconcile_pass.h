@@ -39,6 +39,9 @@ namespace unitrain::controller {
 // A pass reads back at most the identity and new resourceVersion of what it writes: the rest of
 // a response is never decoded.
 inline kube::WriteOptions written_only() { return {kube::written_fields()}; }
+// A create reads nothing back (the informer's ADD is what the pass waits for): its response is
+// not decoded at all.
+inline kube::WriteOptions nothing_read_back() { return {kube::nothing_read()}; }
 
 // What a pass uses of its controller.
 struct PassDependencies {

@@ -165,7 +165,7 @@ std::optional<ApiError> WorkloadPass::create_child(const framework::DesiredObjec
     if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
   if (auto labels = child_labels(descriptor_); labels)
     for (const auto& [key, value] : *labels) (void)api::set_label(obj, key, value);
-  auto r = deps_.client.create(want.resource, ns_, obj.root(), written_only());
+  auto r = deps_.client.create(want.resource, ns_, obj.root(), nothing_read_back());
   if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
     // Whoever's it is, it is used as it is.
     if (want.use_existing) return std::nullopt;

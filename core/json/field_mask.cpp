@@ -167,6 +167,8 @@ Result<FieldMask> FieldMask::parse(std::string_view text) {
   return FieldMask(std::move(*root));
 }
 
+FieldMask FieldMask::nothing() { return FieldMask(std::make_shared<const Node>()); }
+
 FieldMask FieldMask::merged(const FieldMask& other) const { return FieldMask(merge(*root_, *other.root_)); }
 
 FieldMask FieldMask::under(std::string_view name) const {

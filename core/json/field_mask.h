@@ -39,6 +39,9 @@ class FieldMask {
   // Names may contain any character but , { } ! * and whitespace; a backslash escapes one.
   // Errors name the position: "field mask 'a{b': position 3: '}' expected".
   static Result<FieldMask> parse(std::string_view text);
+  // The mask that keeps no member (there is no text for it): for a reader that wants nothing.
+  static FieldMask nothing();
+  bool keeps_nothing() const { return !root_->others && root_->members.empty(); }
 
   // Keeps whatever either mask keeps.
   FieldMask merged(const FieldMask& other) const;

@@ -96,6 +96,12 @@ struct DeleteOptions {
 
 // The identity and version of an object: what most writers read back.
 std::shared_ptr<const json::FieldMask> written_fields();
+// A mask that keeps nothing, for a writer that reads nothing of the response (a pod or Service
+// create, an Event): a client need not decode the response at all, and returns an empty object
+// for a success (RestClient does not parse the body).
+std::shared_ptr<const json::FieldMask> nothing_read();
+// Whether `fields` keeps nothing at all (nothing_read(), or any other empty mask).
+bool keeps_nothing(const json::FieldMask* fields);
 
 struct WatchEvent {
   enum class Type { Added, Modified, Deleted, Bookmark, Error };

@@ -234,7 +234,7 @@ void EventRecorder::process(Pending& p) {
     bool not_found = false;
     auto err = write_with_retry([&]() -> ApiResult<json::Document> {
       PatchOptions opts;
-      opts.response_fields = written_fields();  // nothing of the Event is read back
+      opts.response_fields = nothing_read();  // nothing of the Event is read back
       auto r = client_.patch(kEvents, wns, name, PatchType::Strategic, body, opts);
       if (!r && r.error().is(ApiError::Reason::NotFound)) not_found = true;
       return r;
@@ -273,7 +273,7 @@ void EventRecorder::process(Pending& p) {
   (void)json::set_int(ev, "/count", 1);
   (void)json::set_string(ev, "/reportingComponent", opts_.component);
   (void)json::set_string(ev, "/reportingInstance", opts_.host);
-  auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root(), WriteOptions{written_fields()}); });
+  auto err = write_with_retry([&] { return client_.create(kEvents, ns, ev.root(), WriteOptions{nothing_read()}); });
   if (err) {
     {
       std::lock_guard g(mu_);

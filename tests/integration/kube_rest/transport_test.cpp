@@ -282,6 +282,38 @@ TEST_CASE("REST: a write's response is decoded through the caller's response_fie
   CHECK_THAT(upd.error().message, Catch::Contains("the object has been modified"));
 }
 
+TEST_CASE("REST: a write that reads nothing back (nothing_read) gets an empty object; its body is not parsed") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
+    if (r.method == "PUT")
+      s.respond(409, R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object has been modified","reason":"Conflict","code":409})");
+    else
+      s.respond(201, R"({"kind":"Pod","metadata":{"name":"p")");  // truncated: only a parse would notice
+  }));
+  auto client = make_client(http_config(server.port()));
+  auto obj = json::Document::parse(kPodJson);
+  REQUIRE(obj);
+  const WriteOptions nothing{nothing_read()};
+  CHECK(keeps_nothing(nothing.response_fields.get()));
+  CHECK_FALSE(keeps_nothing(written_fields().get()));
+  CHECK_FALSE(keeps_nothing(nullptr));
+  auto created = client->create(kPods, "ns", obj->root(), nothing);
+  REQUIRE(created);
+  CHECK(created->root().IsObject());
+  CHECK(created->root().MemberCount() == 0);
+  PatchOptions patch;
+  patch.response_fields = nothing_read();
+  CHECK(client->patch(kPods, "ns", "p", PatchType::Merge, "{}", patch));
+  // A caller that reads the identity still gets the parse, and its error.
+  auto written = client->create(kPods, "ns", obj->root(), WriteOptions{written_fields()});
+  REQUIRE_FALSE(written);
+  CHECK(written.error().reason == R::BadResponse);
+  // An error status is decoded whatever the caller reads of a success.
+  auto upd = client->update_status(kPods, "ns", obj->root(), nothing);
+  REQUIRE_FALSE(upd);
+  CHECK(upd.error().reason == R::Conflict);
+}
+
 TEST_CASE("REST: 409 is decoded into a Conflict value; malformed 200 is BadResponse") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {

@@ -58,3 +58,39 @@ TEST_CASE("expectations: forget_prefix drops every key of one job only") {
   CHECK(e.satisfied("ns/job/master/services"));
   CHECK_FALSE(e.satisfied("ns/job2/worker/pods"));
 }
+
+TEST_CASE("expectations: a fulfilled expectation and a seen version are dropped, so finished jobs hold no records") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto pods = Expectations::pods_key("ns", "job", "worker");
+  const auto services = Expectations::services_key("ns", "job", "worker");
+  const auto job = Expectations::job_key("ns", "job");
+  e.expect_creations(pods, 2);
+  e.expect_deletions(services, 1);
+  e.expect_version(job, "7");
+  CHECK(e.size() == 3);
+  e.creation_observed(pods);
+  CHECK(e.size() == 3);
+  e.creation_observed(pods);
+  e.deletion_observed(services);
+  CHECK(e.version_seen(job, "7"));
+  CHECK(e.size() == 0);
+  CHECK(e.satisfied(pods));
+  CHECK(e.satisfied(services));
+  e.set(pods, 0, 0);  // nothing expected: nothing to hold
+  CHECK(e.size() == 0);
+}
+
+TEST_CASE("expectations: an observation beyond what was expected does not satisfy the next expectation early") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto key = Expectations::pods_key("ns", "job", "worker");
+  e.expect_creations(key, 1);
+  e.creation_observed(key);
+  e.creation_observed(key);  // a second ADD (someone else's pod, a relist): nothing was waiting for it
+  e.expect_creations(key, 1);
+  CHECK_FALSE(e.satisfied(key));
+  CHECK(e.pending(key).adds == 1);
+  e.creation_observed(key);
+  CHECK(e.satisfied(key));
+}
