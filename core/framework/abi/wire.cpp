@@ -252,7 +252,21 @@ Document registration_json(const Registration& registration) {
   Value webhooks(rapidjson::kObjectType);
   webhooks.AddMember("validate", string_array(registration.webhooks.validate, a), a);
   webhooks.AddMember("mutate", string_array(registration.webhooks.mutate, a), a);
+  webhooks.AddMember("denialsForbidden", registration.webhooks.denials_forbidden, a);
   root.AddMember("webhooks", webhooks, a);
+  Value companions(rapidjson::kArrayType);
+  for (const auto& c : registration.companions) {
+    Value companion(rapidjson::kObjectType);
+    companion.AddMember("resource", resource_json(c.resource, a), a);
+    companion.AddMember("kind", text_value(c.kind, a), a);
+    companion.AddMember("clusterScoped", c.cluster_scoped, a);
+    companion.AddMember("validate", string_array(c.validate, a), a);
+    companion.AddMember("skipLabel", text_value(c.skip_label, a), a);
+    companion.AddMember("skipValues", string_array(c.skip_values, a), a);
+    companion.AddMember("releasedFinalizers", string_array(c.released_finalizers, a), a);
+    companions.PushBack(companion, a);
+  }
+  root.AddMember("companions", companions, a);
   return doc;
 }
 
@@ -296,6 +310,26 @@ Result<Registration> registration_from(const Value& doc) {
     if (auto s = w.check_object(); !s) return fail(s.error());
     if (w.find("validate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.validate, w.strings("validate"));
     if (w.find("mutate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.mutate, w.strings("mutate"));
+    UNITRAIN_WIRE_READ(out.webhooks.denials_forbidden, w.boolean("denialsForbidden", false));
+  }
+  const Value* companions = nullptr;
+  UNITRAIN_WIRE_READ(companions, r.objects("companions"));
+  if (companions != nullptr) {
+    for (rapidjson::SizeType i = 0; i < companions->Size(); ++i) {
+      const std::string path = fmt::format("companions[{}]", i);
+      MemberReader c((*companions)[i], path);
+      CompanionKind companion;
+      const Value* resource = c.find("resource");
+      if (resource == nullptr) return fail(path + ".resource: required");
+      UNITRAIN_WIRE_READ(companion.resource, resource_from(*resource, path + ".resource"));
+      UNITRAIN_WIRE_READ(companion.kind, c.string("kind", true));
+      UNITRAIN_WIRE_READ(companion.cluster_scoped, c.boolean("clusterScoped", false));
+      UNITRAIN_WIRE_READ(companion.validate, c.strings("validate"));
+      UNITRAIN_WIRE_READ(companion.skip_label, c.string("skipLabel"));
+      UNITRAIN_WIRE_READ(companion.skip_values, c.strings("skipValues"));
+      UNITRAIN_WIRE_READ(companion.released_finalizers, c.strings("releasedFinalizers"));
+      out.companions.push_back(std::move(companion));
+    }
   }
   return out;
 }
