@@ -84,7 +84,7 @@ void add_write(framework::WorkloadPlan& plan, const framework::Observed& observe
   const kube::GroupVersionResource* resource = resource_of(want.root());
   if (resource == nullptr) return;
   const json::Value* live = owned_named(observed, *resource, api::name_of(want.root()));
-  // PodGroups are not watched: one read while the TrainJob is suspended is their live state.
+  // A PodGroup kind not watched: the read of a suspended pass is its live state.
   if (live == nullptr && is_pod_group(*resource)) live = fetched_controlled(observed, trainjob, *resource, api::name_of(want.root()));
   if (live == nullptr) {
     framework::DesiredObject create;
@@ -186,11 +186,13 @@ framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Obser
             out.creations.push_back(std::move(snapshot));
           }
           // While suspended, the PodGroups are applied again (a runtimePatches or resources change
-          // reaches minMember and minResources): read them first, in a pass that read nothing yet.
+          // reaches minMember and minResources): a kind the caches do not watch (its CRD was not
+          // served at start-up) is read first, in a pass that read nothing yet.
           if (json::get_bool(trainjob, "/spec/suspend").value_or(false) && observed.fetched.empty()) {
             framework::WorkloadPlan reread;
             for (const auto& o : built->objects)
-              if (const auto* r = resource_of(o.root()); r != nullptr && is_pod_group(*r))
+              if (const auto* r = resource_of(o.root());
+                  r != nullptr && is_pod_group(*r) && observed.owned.count(r->group_resource()) == 0)
                 reread.fetch.push_back({*r, std::string(api::namespace_of(trainjob)), std::string(api::name_of(o.root()))});
             if (!reread.fetch.empty()) return reread;
           }

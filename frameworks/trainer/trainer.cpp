@@ -99,6 +99,8 @@ framework::FrameworkDescriptor make_descriptor() {
   // spec.managedBy (not runPolicy's) is the plan's business.
   d.owns_unset_managed_by = true;
   d.owned_resources = {kJobSets, kConfigMaps, kSecrets};
+  d.optional_owned_resources = {kCoschedulingPodGroups, kVolcanoPodGroups};
+  d.unserved_owned_warning = "PodGroup CRDs must be installed in advance";
   d.child_label_selector = fmt::format("{}={}", framework::job_labels::kOperatorName, d.controller_name);
   return d;
 }
@@ -113,7 +115,7 @@ Status register_trainer(framework::Registry& registry) {
        "TrainJob: the runtime snapshot, MPI's hostfile and SSH key."},
       {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch", "patch"},
        "TrainJob: the runtime it names; Trainer v2.0-v2.2's finalizer taken off runtimes."},
-      {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "create", "update"},
+      {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "list", "watch", "create", "update"},
        "TrainJob: the PodGroup of a runtime's podGroupPolicy, applied again while the TrainJob is suspended."}};
   r.webhooks.validate = {"CREATE", "UPDATE"};
   // Trainer's validators return plain errors: controller-runtime denies them with 403 Forbidden.

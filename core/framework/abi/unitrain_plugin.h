@@ -211,7 +211,8 @@ typedef struct unitrain_module_table {
   /* -> the registration: {"descriptor": {"name", "aliases", "kindAliasDefault", "group",
      "version", "kind", "plural", "singular", "replicaSpecsField", "replicaTypes",
      "defaultContainer", "defaultPortName", "defaultPort", "controllerName", "replicaTypeLabel",
-     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector"}, "options":
+     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector",
+     "optionalOwnedResources" (1.2), "unservedOwnedWarning" (1.2)}, "options":
      [{"name", "default", "help"}], "crds": ["<CRD YAML>"], "permissions": [{"apiGroups",
      "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"], "mutate": ["CREATE"] (1.1), "denialsForbidden":
      false (1.2)}, "companions": [{"resource": {"group", "version", "resource"}, "kind",

@@ -161,6 +161,8 @@ Value descriptor_json(const FrameworkDescriptor& d, Allocator& a) {
   o.AddMember("managedBy", string_array(d.managed_by, a), a);
   o.AddMember("ownsUnsetManagedBy", d.owns_unset_managed_by, a);
   o.AddMember("ownedResources", resources_value(d.owned_resources, a), a);
+  o.AddMember("optionalOwnedResources", resources_value(d.optional_owned_resources, a), a);
+  o.AddMember("unservedOwnedWarning", text_value(d.unserved_owned_warning, a), a);
   o.AddMember("childLabelSelector", text_value(d.child_label_selector, a), a);
   return o;
 }
@@ -190,6 +192,11 @@ Result<FrameworkDescriptor> descriptor_from(const Value& v) {
   const Value* owned = nullptr;
   UNITRAIN_WIRE_READ(owned, r.objects("ownedResources"));
   if (owned != nullptr) UNITRAIN_WIRE_READ(d.owned_resources, resources_from(*owned, r.path("ownedResources")));
+  const Value* optional = nullptr;
+  UNITRAIN_WIRE_READ(optional, r.objects("optionalOwnedResources"));
+  if (optional != nullptr)
+    UNITRAIN_WIRE_READ(d.optional_owned_resources, resources_from(*optional, r.path("optionalOwnedResources")));
+  UNITRAIN_WIRE_READ(d.unserved_owned_warning, r.string("unservedOwnedWarning"));
   UNITRAIN_WIRE_READ(d.child_label_selector, r.string("childLabelSelector"));
   return d;
 }

@@ -193,7 +193,7 @@ TEST_CASE("plan: the deadline fails the TrainJob and deletes its JobSet; a finis
   CHECK(json::equal(d.status->root(), *json::find(done.root(), "/status")));
 }
 
-TEST_CASE("plan: while suspended the PodGroup is read and applied again; once running it is only created") {
+TEST_CASE("plan: while suspended the PodGroup is applied again (read first when its kind is not watched); once running only created") {
   using unitrain::testing::trainer::set_yaml;
   auto tj = demo_trainjob();
   REQUIRE(set_yaml(tj, "/spec/suspend", "true"));
@@ -242,6 +242,16 @@ status: {phase: Pending}
   missing.fetched.push_back({fw::ObjectFetch{tr::kCoschedulingPodGroups, "ns", "demo"}, std::nullopt, "not found"});
   CHECK(names(tr::plan(tj.root(), missing, kNow, &keys).creations) ==
         std::vector<std::string>{"jobsets/demo", "podgroups/demo"});
+
+  // A kind the caches watch is not read: the cached PodGroup is the live one.
+  fw::Observed watched = o;
+  watched.owned["podgroups.scheduling.x-k8s.io"].push_back(&live.root());
+  auto cached = tr::plan(tj.root(), watched, kNow, &keys);
+  CHECK(cached.fetch.empty());
+  REQUIRE(names(cached.updates) == std::vector<std::string>{"podgroups/demo"});
+  CHECK(json::get_int(cached.updates[0].object.root(), "/spec/minMember") == 2);
+  watched.owned["podgroups.scheduling.x-k8s.io"].clear();
+  CHECK(tr::plan(tj.root(), watched, kNow, &keys).fetch.empty());
 
   // Running: no read, the PodGroup only created when missing.
   REQUIRE(set_yaml(tj, "/spec/suspend", "false"));
