@@ -93,6 +93,17 @@ Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Regist
     fw.controller = std::make_unique<controller::JobController>(*fw.client, clock, *fw.events, std::move(*plugin),
                                                                 std::move(options), *out->caches_);
     out->frameworks_.push_back(std::move(fw));
+    for (const auto& companion : reg->companions) {
+      // A cluster-scoped kind only when the operator watches every namespace (a namespaced Role
+      // cannot grant it), as PriorityClasses.
+      if (companion.released_finalizers.empty() || (companion.cluster_scoped && !flags.namespaces.empty())) continue;
+      const std::string source = fmt::format("{}-finalizers", companion.resource.group_resource());
+      out->release_clients_.push_back(
+          std::make_unique<kube::ReportingClient>(client, faults, source, log::Fields{{log::key::kController, source}}));
+      out->finalizer_releases_.push_back(std::make_unique<controller::FinalizerRelease>(
+          *out->release_clients_.back(), clock, companion.resource, companion.released_finalizers,
+          flags.namespaces));
+    }
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include "cmd/training-operator/flags.h"
 #include "core/base/result.h"
 #include "core/controller/child_caches.h"
+#include "core/controller/finalizer_release.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/plugin.h"
 #include "core/framework/registry.h"
@@ -53,6 +54,10 @@ class Controllers {
                                                      kube::Clock& clock, kube::FaultLog& faults);
 
   std::vector<Framework>& all() { return frameworks_; }
+  // One per companion kind of an enabled module that has finalizers to release
+  // (framework::CompanionKind::released_finalizers; cluster-scoped kinds only when every
+  // namespace is watched); the leader runs them.
+  std::vector<std::unique_ptr<controller::FinalizerRelease>>& finalizer_releases() { return finalizer_releases_; }
   controller::SharedCaches& caches() { return *caches_; }
   // The plugins for the webhook server: valid as long as this object lives.
   std::vector<const framework::FrameworkPlugin*> plugins() const;
@@ -62,6 +67,8 @@ class Controllers {
   std::unique_ptr<kube::Client> caches_client_;      // the shared client, reporting as kCachesSource
   std::unique_ptr<controller::SharedCaches> caches_;  // outlives the controllers attached to it
   std::vector<Framework> frameworks_;
+  std::vector<std::unique_ptr<kube::Client>> release_clients_;  // the shared client, reporting per release
+  std::vector<std::unique_ptr<controller::FinalizerRelease>> finalizer_releases_;
 };
 
 }  // namespace unitrain::operator_cmd

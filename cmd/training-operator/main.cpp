@@ -142,6 +142,11 @@ int run(const Flags& f, const framework::Registry& registry) {
     mgr.add(fw.controller_name + " workers", manager::runnable([&c] { c.start(); }, [&c] { c.stop(); }),
             Leadership::Needed);
   }
+  for (auto& release : (*controllers)->finalizer_releases()) {
+    auto& r = *release;
+    mgr.add(r.resource().group_resource() + " finalizers", manager::runnable([&r] { r.start(); }, [&r] { r.stop(); }),
+            Leadership::Needed);
+  }
 
   return exit_status(mgr.run(signals.token()));
 }

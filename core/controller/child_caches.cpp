@@ -87,6 +87,22 @@ SharedCaches::SharedCaches(kube::Client& client, kube::Clock& clock,
       owned_[resource.group_resource()] = &make(resource, selectors_of(owns), kube::owned_fields(), true);
     }
   }
+  for (const auto* m : modules) {
+    for (const auto& resource : m->optional_owned_resources) {
+      if (resource == kPods || resource == kServices || owned_.count(resource.group_resource())) continue;
+      auto owns = [&](const framework::FrameworkDescriptor& d) {
+        return std::find(d.optional_owned_resources.begin(), d.optional_owned_resources.end(), resource) !=
+               d.optional_owned_resources.end();
+      };
+      kube::Informer* informer = &make(resource, selectors_of(owns), kube::owned_fields(), true);
+      owned_[resource.group_resource()] = informer;
+      auto optional = std::make_unique<OptionalOwned>();
+      optional->informer = informer;
+      optional->resource = resource;
+      optional->warning = m->unserved_owned_warning;
+      optional_owned_.push_back(std::move(optional));
+    }
+  }
   if (gang) pod_groups_ = &make(gang->resource(), selectors_of(everyone), kube::owned_fields(), true);
   if (gang && namespaces_.empty()) priority_classes_ = &make(kPriorityClasses, {}, kube::priority_class_fields(), false);
 
@@ -187,6 +203,8 @@ std::unique_ptr<ChildCaches> SharedCaches::attach(const framework::FrameworkDesc
   std::vector<std::string> owned;
   for (const auto& resource : descriptor.owned_resources)
     if (owned_.count(resource.group_resource())) owned.push_back(resource.group_resource());
+  for (const auto& resource : descriptor.optional_owned_resources)
+    if (owned_.count(resource.group_resource())) owned.push_back(resource.group_resource());
   auto labels = child_labels(descriptor);
   if (!labels) spdlog::error("{} (the module's objects are watched unfiltered)", labels.error().message);
   return std::unique_ptr<ChildCaches>(
@@ -196,7 +214,24 @@ std::unique_ptr<ChildCaches> SharedCaches::attach(const framework::FrameworkDesc
 void SharedCaches::start() {
   if (started_) return;
   started_ = true;
-  for (auto& informer : all_) informer->start();
+  for (auto& optional : optional_owned_) {
+    const auto& resource = optional->resource;
+    kube::ListOptions one;
+    one.limit = 1;
+    auto listed = client_.list(resource, namespaces_.empty() ? std::string_view() : std::string_view(namespaces_.front()), one);
+    optional->served = listed.has_value();
+    if (!listed)
+      spdlog::warn("{} ({} not watched: {})", optional->warning.empty() ? "an optional owned kind is not served" : optional->warning,
+                   resource.group_resource(), listed.error().message);
+  }
+  for (auto& informer : all_)
+    if (awaited(informer.get())) informer->start();
+}
+
+bool SharedCaches::awaited(const kube::Informer* informer) const {
+  for (const auto& optional : optional_owned_)
+    if (optional->informer == informer) return optional->served;
+  return true;
 }
 
 void SharedCaches::stop() {
@@ -205,7 +240,7 @@ void SharedCaches::stop() {
 
 bool SharedCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
   for (const auto& informer : all_)
-    if (!informer->wait_for_sync(left_until(deadline))) return false;
+    if (awaited(informer.get()) && !informer->wait_for_sync(left_until(deadline))) return false;
   return true;
 }
 
@@ -260,8 +295,10 @@ bool ChildCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) 
   if (!jobs_->wait_for_sync(left_until(deadline))) return false;
   for (const kube::Informer* informer : {caches_.pods_, caches_.services_, caches_.pod_groups_, caches_.priority_classes_})
     if (informer && !informer->wait_for_sync(left_until(deadline))) return false;
-  for (const auto& group_resource : owned_)
-    if (!caches_.owned_.at(group_resource)->wait_for_sync(left_until(deadline))) return false;
+  for (const auto& group_resource : owned_) {
+    const kube::Informer* informer = caches_.owned_.at(group_resource);
+    if (caches_.awaited(informer) && !informer->wait_for_sync(left_until(deadline))) return false;
+  }
   return true;
 }
 

@@ -13,6 +13,7 @@
 // A ChildCaches is one controller's view: its jobs, their children, the kinds it owns.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -99,6 +100,8 @@ class SharedCaches {
   // whose children's events go to `sink`.
   std::unique_ptr<ChildCaches> attach(const framework::FrameworkDescriptor& descriptor, ChildEventSink& sink);
 
+  // Starts the informers; an optional owned kind's only when the API server serves it now
+  // (one list of at most one object), else the module's unserved_owned_warning is logged.
   void start();
   void stop();
   bool wait_for_sync(std::chrono::steady_clock::time_point deadline) const;
@@ -117,6 +120,8 @@ class SharedCaches {
   ChildEventSink* sink_for(const api::OwnerReference& owner) const;
   // The controller of the owned object `owner` refers to, when it is cached under that uid.
   std::optional<api::OwnerReference> controller_of_owned(const std::string& ns, const api::OwnerReference& owner) const;
+  // Whether syncing waits for `informer`: not for an optional owned kind the server did not serve.
+  bool awaited(const kube::Informer* informer) const;
 
   kube::Client& client_;
   kube::Clock& clock_;
@@ -126,6 +131,15 @@ class SharedCaches {
   kube::Informer* pods_ = nullptr;
   kube::Informer* services_ = nullptr;
   std::map<std::string, kube::Informer*> owned_;  // by "resource.group"
+  // The informers of optional owned kinds (FrameworkDescriptor::optional_owned_resources), with
+  // the warning for an unserved one; `served` is set by start() before it starts them.
+  struct OptionalOwned {
+    kube::Informer* informer;
+    kube::GroupVersionResource resource;
+    std::string warning;
+    std::atomic<bool> served{false};
+  };
+  std::vector<std::unique_ptr<OptionalOwned>> optional_owned_;
   kube::Informer* pod_groups_ = nullptr;
   // Cluster-scoped, so only watched when the controllers watch all namespaces (a namespaced
   // Role cannot grant them); without it every template counts with priority 0.

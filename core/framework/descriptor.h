@@ -56,6 +56,11 @@ struct FrameworkDescriptor {
 
   // Kinds the core watches for this framework and cleans up with it, beyond pods and services.
   std::vector<kube::GroupVersionResource> owned_resources;
+  // Owned kinds whose CRDs may be absent (a scheduler's PodGroup): watched like owned_resources
+  // when the API server serves them as the caches start, else `unserved_owned_warning` is logged
+  // (once per kind, with the kind) and the module goes without their events and cached objects.
+  std::vector<kube::GroupVersionResource> optional_owned_resources;
+  std::string unserved_owned_warning;
 
   // A label selector every object the module's jobs own matches: its pods, Services and owned
   // kinds ("training.kubeflow.org/operator-name=pytorchjob-controller"). The process-wide caches

@@ -205,6 +205,15 @@ class PipelineDepartures {
   virtual bool ordered_pod_writes() const { return false; }
 };
 
+// The admission checks of the module's companion kinds (Registration::companions): `kind` is the
+// companion's ("TrainingRuntime"), `old_object` null on create.
+class CompanionValidator {
+ public:
+  virtual ~CompanionValidator() = default;
+  virtual Validation validate_companion(std::string_view kind, const json::Value* old_object,
+                                        const json::Value& object) const = 0;
+};
+
 // A child a workload plan deletes (WorkloadPlanner).
 struct ChildDeletion {
   kube::GroupVersionResource resource;
@@ -255,6 +264,7 @@ struct Capabilities {
   const DeprecationNotice* deprecation = nullptr;
   const PipelineDepartures* departures = nullptr;
   const WorkloadPlanner* workloads = nullptr;
+  const CompanionValidator* companions = nullptr;
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the

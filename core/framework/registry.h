@@ -35,6 +35,29 @@ struct WebhookNeeds {
   // --persist-defaults says (JobSet's defaults are persisted on CREATE only); empty: the core's
   // rule (where several modules serve one kind, or when defaults are persisted).
   std::vector<std::string> mutate = {};
+  // Denials are 403 Forbidden whose message is the aggregated field errors (controller-runtime's
+  // answer to a validator that returns a plain error: Kubeflow Trainer's webhooks); otherwise
+  // 422 Invalid, `<Kind>.<group> "<name>" is invalid: ...` (training-operator's). The kind's
+  // companions' webhooks deny the same way.
+  bool denials_forbidden = false;
+};
+
+// A kind the module's jobs read but the module does not run (a TrainJob's TrainingRuntime): the
+// core serves its validating webhook through the plugin's CompanionValidator capability, and
+// takes off its objects the finalizers an earlier release of the reference operator put there.
+struct CompanionKind {
+  kube::GroupVersionResource resource;
+  std::string kind;
+  bool cluster_scoped = false;
+  // Operations the validating webhook covers; empty: none is registered.
+  std::vector<std::string> validate;
+  // Objects whose label `skip_label` has one of `skip_values` are not sent to the webhook (the
+  // hook's objectSelector, operator NotIn); empty: every object is.
+  std::string skip_label;
+  std::vector<std::string> skip_values;
+  // Finalizers nothing sets any more: the core removes them (a merge patch of
+  // metadata.finalizers) from every object of the kind it sees with one, so such objects can go.
+  std::vector<std::string> released_finalizers;
 };
 
 struct Registration {
@@ -46,6 +69,7 @@ struct Registration {
   std::vector<std::string> crds;
   std::vector<Permission> permissions;
   WebhookNeeds webhooks;
+  std::vector<CompanionKind> companions;
   // Where the module comes from, for messages: "built in" or the shared library it was loaded from.
   std::string origin = "built in";
 };

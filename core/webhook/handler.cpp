@@ -67,6 +67,36 @@ Value already_exists_status(const framework::FrameworkDescriptor& d, std::string
   return status;
 }
 
+Endpoint endpoint(WebhookType type, std::string path, std::string name, kube::GroupVersionResource resource,
+                  std::vector<std::string> operations) {
+  Endpoint e;
+  e.type = type;
+  e.path = std::move(path);
+  e.name = std::move(name);
+  e.resource = std::move(resource);
+  e.operations = std::move(operations);
+  return e;
+}
+
+// A validating webhook's refusal: controller-runtime's Denied for a validator's plain error (403
+// Forbidden, the aggregated errors as the message), or the 422 Invalid status of the errors.
+Value denial_status(bool forbidden, std::string_view group, std::string_view kind, std::string_view name,
+                    const api::FieldErrorList& errors, json::Allocator& a) {
+  if (forbidden) {
+    Value status(rapidjson::kObjectType);
+    status.AddMember("status", "Failure", a);
+    status.AddMember("message", str(api::aggregate(errors), a), a);
+    status.AddMember("reason", "Forbidden", a);
+    status.AddMember("code", 403, a);
+    return status;
+  }
+  json::Document status = api::invalid_status(group, kind, name, errors);
+  // AdmissionResponse.status is a metav1.Status without type meta.
+  status.root().EraseMember("kind");
+  status.root().EraseMember("apiVersion");
+  return Value(status.root(), a);
+}
+
 // A module that writes its defaults into objects itself, on the operations it names
 // (Registration::webhooks.mutate: JobSet's CREATE).
 bool persists_own_defaults(const framework::Registry& registry, const framework::FrameworkDescriptor& d) {
@@ -92,7 +122,13 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
              return r.descriptor.group == d.group && r.descriptor.kind == d.kind;
            }) > 1;
   };
-  std::vector<std::string> fills;
+  struct Target {
+    const framework::FrameworkPlugin* plugin;
+    std::string fill;
+    const framework::CompanionKind* companion;
+    bool denials_forbidden;
+  };
+  std::vector<Target> targets;  // one per endpoint
   for (const auto* p : plugins_) {
     const auto& d = p->descriptor();
     const bool shared = shares_kind(d);
@@ -100,28 +136,40 @@ Handler::Handler(std::vector<const framework::FrameworkPlugin*> plugins, const f
     const std::string suffix = fmt::format("{}-{}-{}", dashed(d.group), d.version, lower(d.kind));
     const framework::Registration* reg = registry_.find(d.name);
     const framework::WebhookNeeds needs = reg != nullptr ? reg->webhooks : framework::WebhookNeeds{};
-    Endpoint validating{WebhookType::Validating, "/validate-" + suffix,
-                        fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(), needs.validate,
-                        !needs.validate.empty()};
+    Endpoint validating = endpoint(WebhookType::Validating, "/validate-" + suffix,
+                                   fmt::format("validator.{}.training-operator.kubeflow.org", id), d.resource(),
+                                   needs.validate);
+    validating.registered = !needs.validate.empty();
     if (validating.operations.empty()) validating.operations = {"CREATE", "UPDATE"};
     // A module that persists its own defaults (needs.mutate) gets its defaulting webhook on those
     // operations whatever --persist-defaults says.
     const bool own_defaults = !needs.mutate.empty();
-    Endpoint mutating{WebhookType::Mutating, "/mutate-" + suffix,
-                      fmt::format("defaulter.{}.training-operator.kubeflow.org", id), d.resource(),
-                      own_defaults ? needs.mutate : std::vector<std::string>{"CREATE", "UPDATE"},
-                      shared || options_.persist_defaults || own_defaults};
+    Endpoint mutating = endpoint(WebhookType::Mutating, "/mutate-" + suffix,
+                                 fmt::format("defaulter.{}.training-operator.kubeflow.org", id), d.resource(),
+                                 own_defaults ? needs.mutate : std::vector<std::string>{"CREATE", "UPDATE"});
+    mutating.registered = shared || options_.persist_defaults || own_defaults;
     endpoints_.push_back(std::move(validating));
     endpoints_.push_back(std::move(mutating));
     // Where several modules serve one kind, the version a user wrote says which module owns it.
     const std::string fill = shared && !d.managed_by.empty() ? d.managed_by.front() : std::string();
-    fills.push_back(fill);
-    fills.push_back(fill);
+    targets.push_back({p, fill, nullptr, needs.denials_forbidden});
+    targets.push_back({p, fill, nullptr, needs.denials_forbidden});
+    if (reg == nullptr || p->capabilities().companions == nullptr) continue;
+    for (const auto& c : reg->companions) {
+      if (c.validate.empty()) continue;
+      Endpoint hook = endpoint(
+          WebhookType::Validating, fmt::format("/validate-{}-{}-{}", dashed(c.resource.group), c.resource.version, lower(c.kind)),
+          fmt::format("validator.{}.training-operator.kubeflow.org", lower(c.kind)), c.resource, c.validate);
+      hook.cluster_scoped = c.cluster_scoped;
+      hook.skip_label = c.skip_label;
+      hook.skip_values = c.skip_values;
+      endpoints_.push_back(std::move(hook));
+      targets.push_back({p, std::string(), &c, needs.denials_forbidden});
+    }
   }
-  for (size_t i = 0; i < endpoints_.size(); ++i) {
-    const auto* plugin = plugins_[i / 2];
-    routes_.push_back(Route{&endpoints_[i], plugin, fills[i]});
-  }
+  for (size_t i = 0; i < endpoints_.size(); ++i)
+    routes_.push_back(Route{&endpoints_[i], targets[i].plugin, targets[i].fill, targets[i].companion,
+                            targets[i].denials_forbidden});
 }
 
 std::vector<std::string> Handler::conversion_crds() const {
@@ -143,6 +191,7 @@ Reply Handler::handle(std::string_view path, std::string_view body) const {
 }
 
 Reply Handler::admit(const Route& route, std::string_view body) const {
+  if (route.companion != nullptr) return admit_companion(route, body);
   const auto& d = route.plugin->descriptor();
   const AdmissionTarget target{{d.group, d.version, d.kind}, d.resource(), route.endpoint->type == WebhookType::Validating};
   auto request = parse_admission_review(body, target);
@@ -281,12 +330,36 @@ Reply Handler::admit(const Route& route, std::string_view body) const {
   response.AddMember("allowed", v.ok(), a);
   if (!v.ok()) {
     const std::string name(json::get_string(*object, "/metadata/name").value_or(request->name));
-    json::Document status = api::invalid_status(d.group, d.kind, name, v.errors);
-    // AdmissionResponse.status is a metav1.Status without type meta.
-    status.root().EraseMember("kind");
-    status.root().EraseMember("apiVersion");
-    response.AddMember("status", Value(status.root(), a), a);
+    response.AddMember("status", denial_status(route.denials_forbidden, d.group, d.kind, name, v.errors, a), a);
   }
+  if (!warnings.Empty()) response.AddMember("warnings", warnings, a);
+  return json_reply(admission_review_reply(request->uid, response));
+}
+
+Reply Handler::admit_companion(const Route& route, std::string_view body) const {
+  const framework::CompanionKind& c = *route.companion;
+  const AdmissionTarget target{{c.resource.group, c.resource.version, c.kind}, c.resource, true};
+  auto request = parse_admission_review(body, target);
+  if (!request) return json_reply(admission_review_refusal(request.error().uid, request.error().message));
+  json::Document out = json::Document::object();
+  auto& a = out.alloc();
+  Value& response = out.root();
+  framework::Validation v;
+  const auto& ops = route.endpoint->operations;
+  const std::string operation(to_string(request->operation));
+  // Only the operations the hook is registered for are judged (DELETE, CONNECT never).
+  if ((request->operation == Operation::Create || request->operation == Operation::Update) &&
+      std::find(ops.begin(), ops.end(), operation) != ops.end()) {
+    const Value* old = request->operation == Operation::Update ? request->old_object : nullptr;
+    v = route.plugin->capabilities().companions->validate_companion(c.kind, old, *request->object);
+  }
+  response.AddMember("allowed", v.ok(), a);
+  if (!v.ok()) {
+    const std::string name(json::get_string(*request->object, "/metadata/name").value_or(request->name));
+    response.AddMember("status", denial_status(route.denials_forbidden, c.resource.group, c.kind, name, v.errors, a), a);
+  }
+  Value warnings(rapidjson::kArrayType);
+  for (const auto& w : v.warnings) warnings.PushBack(str(w, a), a);
   if (!warnings.Empty()) response.AddMember("warnings", warnings, a);
   return json_reply(admission_review_reply(request->uid, response));
 }
@@ -423,10 +496,21 @@ json::Document Handler::configuration_of(WebhookType type, const json::Value& cl
     rule.AddMember("apiVersions", versions, a);
     rule.AddMember("operations", ops, a);
     rule.AddMember("resources", resources, a);
-    rule.AddMember("scope", "Namespaced", a);
+    rule.AddMember("scope", str(e.cluster_scoped ? "Cluster" : "Namespaced", a), a);
     Value rules(rapidjson::kArrayType);
     rules.PushBack(rule, a);
     hook.AddMember("rules", rules, a);
+    if (!e.skip_label.empty()) {
+      Value requirement(rapidjson::kObjectType), values(rapidjson::kArrayType), expressions(rapidjson::kArrayType),
+          selector(rapidjson::kObjectType);
+      requirement.AddMember("key", str(e.skip_label, a), a);
+      requirement.AddMember("operator", "NotIn", a);
+      for (const auto& v : e.skip_values) values.PushBack(str(v, a), a);
+      requirement.AddMember("values", values, a);
+      expressions.PushBack(requirement, a);
+      selector.AddMember("matchExpressions", expressions, a);
+      hook.AddMember("objectSelector", selector, a);
+    }
     // Each hook sees only the version it names: the version a user wrote decides the owner.
     hook.AddMember("matchPolicy", "Exact", a);
     hook.AddMember("failurePolicy", "Fail", a);

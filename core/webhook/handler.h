@@ -1,5 +1,6 @@
 // The operator's webhook endpoints, independent of HTTP and TLS: AdmissionReview v1 in, out for
-// one validating and one defaulting (mutating) webhook per enabled framework, and ConversionReview
+// one validating and one defaulting (mutating) webhook per enabled framework, a validating one per
+// companion kind a framework registers (framework::CompanionKind), and ConversionReview
 // v1 for every kind the registry has a conversion for. Frameworks are reached only through their
 // plugin hooks (validate, set_defaults, capabilities) and descriptors.
 #pragma once
@@ -31,6 +32,10 @@ struct Endpoint {
   std::string name;  // "validator.pytorchjob.training-operator.kubeflow.org"
   kube::GroupVersionResource resource;
   std::vector<std::string> operations;  // CREATE, UPDATE (and DELETE for a deprecated kind's warning)
+  bool cluster_scoped = false;
+  // Objects whose label `skip_label` has one of `skip_values` are not sent (objectSelector NotIn).
+  std::string skip_label;
+  std::vector<std::string> skip_values;
   // Whether the configurations register it with the API server. Every endpoint is served; a
   // defaulting webhook is registered only where it changes something: a kind several enabled
   // modules serve (managedBy is filled in from the version written) or persisted defaults.
@@ -89,8 +94,11 @@ class Handler {
     const Endpoint* endpoint;
     const framework::FrameworkPlugin* plugin;
     std::string fill_managed_by;  // set on create when unset ("" when the kind has one module)
+    const framework::CompanionKind* companion = nullptr;  // the hook of a companion kind of the plugin's
+    bool denials_forbidden = false;                      // framework::WebhookNeeds::denials_forbidden
   };
   Reply admit(const Route& route, std::string_view body) const;
+  Reply admit_companion(const Route& route, std::string_view body) const;
   json::Document configuration_of(WebhookType type, const json::Value& client_config, bool every_served) const;
   // Where several modules serve a kind, a job is checked and defaulted by the module that owns
   // it (its managedBy, else the owner annotation), whichever version it was written in: a job

@@ -27,6 +27,10 @@ inline constexpr std::string_view kNode = "node";  // the trainer container and 
 inline constexpr std::string_view kLauncher = "launcher";
 
 inline constexpr std::string_view kSupportLabel = "trainer.kubeflow.org/support";
+// Runtimes labelled with it "disabled" skip the runtime webhooks (the shipped ones are).
+inline constexpr std::string_view kWebhookValidationLabel = "trainer.kubeflow.org/webhook-validation";
+// Set on runtimes in use by Trainer v2.0-v2.2; v2.3 only removes it.
+inline constexpr std::string_view kResourceInUseFinalizer = "trainer.kubeflow.org/resource-in-use";
 inline constexpr std::string_view kSupportDeprecated = "deprecated";
 inline constexpr std::string_view kDeprecationPolicyUrl =
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy";

@@ -63,10 +63,29 @@ json::Document applied_over(const json::Value& live, const json::Value& want) {
   return out;
 }
 
-void add_write(framework::WorkloadPlan& plan, const framework::Observed& observed, json::Document want) {
+bool is_pod_group(const kube::GroupVersionResource& resource) {
+  return resource == kCoschedulingPodGroups || resource == kVolcanoPodGroups;
+}
+
+// The object this pass read (WorkloadPlan::fetch) under `resource` and `name`, when `trainjob`
+// controls it.
+const json::Value* fetched_controlled(const framework::Observed& observed, const json::Value& trainjob,
+                                      const kube::GroupVersionResource& resource, std::string_view name) {
+  for (const auto& f : observed.fetched) {
+    if (f.ref.resource != resource || f.ref.name != name || !f.object) continue;
+    const auto owner = api::controller_of(f.object->root());
+    if (owner && owner->uid == api::uid_of(trainjob)) return &f.object->root();
+  }
+  return nullptr;
+}
+
+void add_write(framework::WorkloadPlan& plan, const framework::Observed& observed, const json::Value& trainjob,
+               json::Document want) {
   const kube::GroupVersionResource* resource = resource_of(want.root());
   if (resource == nullptr) return;
   const json::Value* live = owned_named(observed, *resource, api::name_of(want.root()));
+  // A PodGroup kind not watched: the read of a suspended pass is its live state.
+  if (live == nullptr && is_pod_group(*resource)) live = fetched_controlled(observed, trainjob, *resource, api::name_of(want.root()));
   if (live == nullptr) {
     framework::DesiredObject create;
     create.resource = *resource;
@@ -166,8 +185,19 @@ framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Obser
             snapshot.object = snapshot_configmap(trainjob, rt);
             out.creations.push_back(std::move(snapshot));
           }
-          if (!built->jobset.root().IsNull()) add_write(out, observed, std::move(built->jobset));
-          for (auto& o : built->objects) add_write(out, observed, std::move(o));
+          // While suspended, the PodGroups are applied again (a runtimePatches or resources change
+          // reaches minMember and minResources): a kind the caches do not watch (its CRD was not
+          // served at start-up) is read first, in a pass that read nothing yet.
+          if (json::get_bool(trainjob, "/spec/suspend").value_or(false) && observed.fetched.empty()) {
+            framework::WorkloadPlan reread;
+            for (const auto& o : built->objects)
+              if (const auto* r = resource_of(o.root());
+                  r != nullptr && is_pod_group(*r) && observed.owned.count(r->group_resource()) == 0)
+                reread.fetch.push_back({*r, std::string(api::namespace_of(trainjob)), std::string(api::name_of(o.root()))});
+            if (!reread.fetch.empty()) return reread;
+          }
+          if (!built->jobset.root().IsNull()) add_write(out, observed, trainjob, std::move(built->jobset));
+          for (auto& o : built->objects) add_write(out, observed, trainjob, std::move(o));
         }
       }
     }

@@ -1,5 +1,7 @@
 // The TrainJob plugin: CRD defaults in memory, the runtime-free webhook rules, and one workload
 // plan per pass (no pods of its own: its child is a JobSet).
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "core/api/time.h"
@@ -24,12 +26,16 @@ Result<BuildInput::SshKeys> fresh_ssh_keys() {
   return BuildInput::SshKeys{key->private_key_pem, key->authorized_key};
 }
 
-class TrainJobPlugin final : public framework::WorkloadModulePlugin, public framework::PipelineDepartures {
+class TrainJobPlugin final : public framework::WorkloadModulePlugin,
+                             public framework::PipelineDepartures,
+                             public framework::CompanionValidator {
  public:
   TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config)
       : WorkloadModulePlugin(std::move(descriptor), config) {}
 
-  framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
+  framework::Capabilities capabilities() const override {
+    return {.departures = this, .workloads = this, .companions = this};
+  }
 
   // The CRD's defaults, for a TrainJob that reached us without them.
   void set_defaults(json::Document& job) const override {
@@ -49,6 +55,13 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin, public fram
     framework::Validation out;
     out.errors = validate_runtime_patch_managers(job);
     return out;
+  }
+
+  // The runtime webhooks (TrainingRuntime, ClusterTrainingRuntime).
+  framework::Validation validate_companion(std::string_view, const json::Value* old_runtime,
+                                           const json::Value& runtime) const override {
+    WebhookVerdict verdict = validate_runtime(old_runtime, runtime);
+    return {std::move(verdict.errors), std::move(verdict.warnings)};
   }
 
   framework::WorkloadPlan plan_at(const json::Value& job, const framework::Observed& observed,
@@ -86,6 +99,8 @@ framework::FrameworkDescriptor make_descriptor() {
   // spec.managedBy (not runPolicy's) is the plan's business.
   d.owns_unset_managed_by = true;
   d.owned_resources = {kJobSets, kConfigMaps, kSecrets};
+  d.optional_owned_resources = {kCoschedulingPodGroups, kVolcanoPodGroups};
+  d.unserved_owned_warning = "PodGroup CRDs must be installed in advance";
   d.child_label_selector = fmt::format("{}={}", framework::job_labels::kOperatorName, d.controller_name);
   return d;
 }
@@ -98,11 +113,25 @@ Status register_trainer(framework::Registry& registry) {
       {{"jobset.x-k8s.io"}, {"jobsets"}, {"get", "list", "watch", "create", "update", "delete"}, "TrainJob: its JobSet."},
       {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update"},
        "TrainJob: the runtime snapshot, MPI's hostfile and SSH key."},
-      {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch"},
-       "TrainJob: the runtime it names."},
-      {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "create"},
-       "TrainJob: the PodGroup of a runtime's podGroupPolicy."}};
+      {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch", "patch"},
+       "TrainJob: the runtime it names; Trainer v2.0-v2.2's finalizer taken off runtimes."},
+      {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "list", "watch", "create", "update"},
+       "TrainJob: the PodGroup of a runtime's podGroupPolicy, applied again while the TrainJob is suspended."}};
   r.webhooks.validate = {"CREATE", "UPDATE"};
+  // Trainer's validators return plain errors: controller-runtime denies them with 403 Forbidden.
+  r.webhooks.denials_forbidden = true;
+  for (const auto& [resource, kind, cluster] : {std::tuple{kTrainingRuntimes, kTrainingRuntime, false},
+                                                std::tuple{kClusterTrainingRuntimes, kClusterTrainingRuntime, true}}) {
+    framework::CompanionKind c;
+    c.resource = resource;
+    c.kind = std::string(kind);
+    c.cluster_scoped = cluster;
+    c.validate = {"CREATE", "UPDATE"};
+    c.skip_label = std::string(kWebhookValidationLabel);
+    c.skip_values = {"disabled"};
+    c.released_finalizers = {std::string(kResourceInUseFinalizer)};
+    r.companions.push_back(std::move(c));
+  }
   return registry.add(std::move(r));
 }
 

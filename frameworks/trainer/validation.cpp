@@ -328,7 +328,14 @@ api::FieldErrorList validate_runtime_patch_managers(const json::Value& trainjob)
 WebhookVerdict validate_runtime(const json::Value* old_runtime, const json::Value& runtime) {
   WebhookVerdict out;
   const bool cluster = string_at(runtime, "/kind") == kClusterTrainingRuntime;
-  if (old_runtime != nullptr && !cluster) return out;  // upstream validates TrainingRuntime CREATE only
+  // An update that leaves the spec alone (labels, finalizers) is admitted as it is, so an object
+  // stored before these rules applied can still be relabelled and released.
+  if (old_runtime != nullptr) {
+    const json::Value* spec = json::find(runtime, "/spec");
+    const json::Value* old_spec = json::find(*old_runtime, "/spec");
+    if ((spec == nullptr && old_spec == nullptr) || (spec != nullptr && old_spec != nullptr && json::equal(*spec, *old_spec)))
+      return out;
+  }
   if (const json::Value* rjobs = json::find(runtime, "/spec/template/spec/replicatedJobs"); rjobs && rjobs->IsArray()) {
     for (rapidjson::SizeType i = 0; i < rjobs->Size(); ++i) {
       const json::Value& r = (*rjobs)[i];

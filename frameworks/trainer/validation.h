@@ -39,9 +39,9 @@ WebhookVerdict validate_trainjob(const TrainJobAdmission& in);
 // The part that needs no runtime: each runtimePatches[].manager is a domain-prefixed path.
 api::FieldErrorList validate_runtime_patch_managers(const json::Value& trainjob);
 
-// TrainingRuntime (CREATE only, upstream leaves UPDATE unchecked) and ClusterTrainingRuntime
-// (CREATE and UPDATE): replicas 1 and the required container of each ancestor Job; the
-// deprecation warning on a ClusterTrainingRuntime's CREATE.
+// TrainingRuntime and ClusterTrainingRuntime, on CREATE and on an UPDATE that changes the spec
+// (upstream leaves every TrainingRuntime UPDATE unchecked): replicas 1 and the required container
+// of each ancestor Job; the deprecation warning on a ClusterTrainingRuntime's CREATE.
 WebhookVerdict validate_runtime(const json::Value* old_runtime, const json::Value& runtime);
 
 // The mutating webhook: stamps runtimePatches[].time (now on CREATE when unset; on UPDATE kept

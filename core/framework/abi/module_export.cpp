@@ -254,6 +254,21 @@ unitrain_status workload_plan(const unitrain_plugin* self, const char* request, 
   });
 }
 
+unitrain_status validate_companion(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out) {
+  return guarded(out, [&] {
+    auto doc = parse(request, size);
+    if (!doc) return bad_request(out, doc.error().message);
+    const Value* object = json::find(doc->root(), "/object");
+    if (object == nullptr || !object->IsObject()) return bad_request(out, "object: must be an object");
+    const Value* old_object = json::find(doc->root(), "/oldObject");
+    if (old_object != nullptr && old_object->IsNull()) old_object = nullptr;
+    const std::string kind = json::string_at(doc->root(), "/kind");
+    return answer(out, wire::validation_json(
+                           plugin_of(self).capabilities().companions->validate_companion(kind, old_object, *object))
+                           .dump());
+  });
+}
+
 // The PipelineDepartures answers; a throwing one counts as training-operator's way.
 template <bool (PipelineDepartures::*Answer)() const, bool Default>
 int32_t departure(const unitrain_plugin* self) {
@@ -316,6 +331,7 @@ unitrain_status create(const char* config, size_t size, const unitrain_plugin_ta
     }
     if (caps.deprecation != nullptr) t.deprecation_warning = &deprecation_warning;
     if (caps.workloads != nullptr) t.workload_plan = &workload_plan;
+    if (caps.companions != nullptr) t.validate_companion = &validate_companion;
     if (caps.departures != nullptr) {
       t.ttl_deletes_job = &departure<&PipelineDepartures::ttl_deletes_job, true>;
       t.enforces_run_limits = &departure<&PipelineDepartures::enforces_run_limits, true>;

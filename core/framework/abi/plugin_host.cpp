@@ -121,7 +121,8 @@ class AbiPlugin final : public FrameworkPlugin,
                         public GangContribution,
                         public DeprecationNotice,
                         public PipelineDepartures,
-                        public WorkloadPlanner {
+                        public WorkloadPlanner,
+                        public CompanionValidator {
  public:
   static Result<std::unique_ptr<FrameworkPlugin>> create(std::shared_ptr<const Module> module,
                                                          const FrameworkDescriptor& descriptor, const PluginConfig& config) {
@@ -150,7 +151,8 @@ class AbiPlugin final : public FrameworkPlugin,
     return {.gang = has_gang_ ? this : nullptr,
             .deprecation = deprecation_ ? this : nullptr,
             .departures = has_departures_ ? this : nullptr,
-            .workloads = workload_plan_fn_ != nullptr ? this : nullptr};
+            .workloads = workload_plan_fn_ != nullptr ? this : nullptr,
+            .companions = validate_companion_fn_ != nullptr ? this : nullptr};
   }
 
   void set_defaults(Document& job) const override {
@@ -253,6 +255,18 @@ class AbiPlugin final : public FrameworkPlugin,
     return decoded("workload_plan", wire::plan_from(answer.root()));
   }
 
+  // CompanionValidator
+  Validation validate_companion(std::string_view kind, const Value* old_object, const Value& object) const override {
+    Document request = Document::object();
+    auto& a = request.alloc();
+    request.root().AddMember("kind", json::str(kind, a), a);
+    request.root().AddMember("object", Value(object, a), a);
+    if (old_object != nullptr) request.root().AddMember("oldObject", Value(*old_object, a), a);
+    const Document answer = answer_document(
+        "validate_companion", call_text("validate_companion", validate_companion_fn_, request.dump()));
+    return decoded("validate_companion", wire::validation_from(answer.root()));
+  }
+
   // DeprecationNotice
   std::string warning() const override { return deprecation_.value_or(""); }
 
@@ -295,6 +309,7 @@ class AbiPlugin final : public FrameworkPlugin,
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, child_event)) child_event_fn_ = t->child_event;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_pod_group)) pod_group_fn_ = t->gang_pod_group;
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, workload_plan)) workload_plan_fn_ = t->workload_plan;
+    if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, validate_companion)) validate_companion_fn_ = t->validate_companion;
     has_gang_ = pod_group_fn_ != nullptr ||
                 (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, gang_min_member) && t->gang_min_member != nullptr);
     if (UNITRAIN_TABLE_HAS(t, unitrain_plugin_table, deprecation_warning) && t->deprecation_warning != nullptr) {
@@ -368,6 +383,7 @@ class AbiPlugin final : public FrameworkPlugin,
   TextHook foreign_wording_fn_ = nullptr;
   TextHook child_event_fn_ = nullptr;
   TextHook workload_plan_fn_ = nullptr;
+  TextHook validate_companion_fn_ = nullptr;
   bool has_gang_ = false;
   decltype(unitrain_plugin_table::gang_pod_group) pod_group_fn_ = nullptr;
   std::optional<std::string> deprecation_;

@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #define UNITRAIN_PLUGIN_ABI_MAJOR 1
-#define UNITRAIN_PLUGIN_ABI_MINOR 1
+#define UNITRAIN_PLUGIN_ABI_MINOR 2
 #define UNITRAIN_PLUGIN_ENTRY_SYMBOL "unitrain_plugin_entry"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -189,6 +189,13 @@ typedef struct unitrain_plugin_table {
      "creations": [DESIRED], "requeueAfterMs": 1000 (absent: none)}, DESIRED as desired_objects
      answers. NULL: the pod pipeline. */
   unitrain_status (*workload_plan)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);
+  /* --- ABI 1.2 ------------------------------------------------------------------------------ */
+  /* The admission checks of the module's companion kinds (describe's "companions",
+     framework::CompanionValidator): {"kind": "TrainingRuntime", "object": {...}, "oldObject":
+     {...} (absent on create)} -> as validate answers. NULL: companions' objects are admitted
+     unchecked. */
+  unitrain_status (*validate_companion)(const unitrain_plugin* self, const char* request, size_t size,
+                                        unitrain_buffer* out);
 } unitrain_plugin_table;
 
 /* What the entry point returns: valid until the library is unloaded. */
@@ -205,9 +212,13 @@ typedef struct unitrain_module_table {
   /* -> the registration: {"descriptor": {"name", "aliases", "kindAliasDefault", "group",
      "version", "kind", "plural", "singular", "replicaSpecsField", "replicaTypes",
      "defaultContainer", "defaultPortName", "defaultPort", "controllerName", "replicaTypeLabel",
-     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector"}, "options":
+     "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector",
+     "optionalOwnedResources" (1.2), "unservedOwnedWarning" (1.2)}, "options":
      [{"name", "default", "help"}], "crds": ["<CRD YAML>"], "permissions": [{"apiGroups",
-     "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"], "mutate": ["CREATE"] (1.1)}} */
+     "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"], "mutate": ["CREATE"] (1.1), "denialsForbidden":
+     false (1.2)}, "companions": [{"resource": {"group", "version", "resource"}, "kind",
+     "clusterScoped", "validate": ["CREATE"], "skipLabel", "skipValues": [], "releasedFinalizers":
+     []}] (1.2)} */
   unitrain_status (*describe)(unitrain_buffer* out);
   /* {"options": {"<name>": "<value>"} (every declared option), "gangSchedulerName": "",
      "clusterDomain": ""} -> *plugin, an instance's table (NULL on error; then `error` says why). */

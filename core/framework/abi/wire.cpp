@@ -161,6 +161,8 @@ Value descriptor_json(const FrameworkDescriptor& d, Allocator& a) {
   o.AddMember("managedBy", string_array(d.managed_by, a), a);
   o.AddMember("ownsUnsetManagedBy", d.owns_unset_managed_by, a);
   o.AddMember("ownedResources", resources_value(d.owned_resources, a), a);
+  o.AddMember("optionalOwnedResources", resources_value(d.optional_owned_resources, a), a);
+  o.AddMember("unservedOwnedWarning", text_value(d.unserved_owned_warning, a), a);
   o.AddMember("childLabelSelector", text_value(d.child_label_selector, a), a);
   return o;
 }
@@ -190,6 +192,11 @@ Result<FrameworkDescriptor> descriptor_from(const Value& v) {
   const Value* owned = nullptr;
   UNITRAIN_WIRE_READ(owned, r.objects("ownedResources"));
   if (owned != nullptr) UNITRAIN_WIRE_READ(d.owned_resources, resources_from(*owned, r.path("ownedResources")));
+  const Value* optional = nullptr;
+  UNITRAIN_WIRE_READ(optional, r.objects("optionalOwnedResources"));
+  if (optional != nullptr)
+    UNITRAIN_WIRE_READ(d.optional_owned_resources, resources_from(*optional, r.path("optionalOwnedResources")));
+  UNITRAIN_WIRE_READ(d.unserved_owned_warning, r.string("unservedOwnedWarning"));
   UNITRAIN_WIRE_READ(d.child_label_selector, r.string("childLabelSelector"));
   return d;
 }
@@ -252,7 +259,21 @@ Document registration_json(const Registration& registration) {
   Value webhooks(rapidjson::kObjectType);
   webhooks.AddMember("validate", string_array(registration.webhooks.validate, a), a);
   webhooks.AddMember("mutate", string_array(registration.webhooks.mutate, a), a);
+  webhooks.AddMember("denialsForbidden", registration.webhooks.denials_forbidden, a);
   root.AddMember("webhooks", webhooks, a);
+  Value companions(rapidjson::kArrayType);
+  for (const auto& c : registration.companions) {
+    Value companion(rapidjson::kObjectType);
+    companion.AddMember("resource", resource_json(c.resource, a), a);
+    companion.AddMember("kind", text_value(c.kind, a), a);
+    companion.AddMember("clusterScoped", c.cluster_scoped, a);
+    companion.AddMember("validate", string_array(c.validate, a), a);
+    companion.AddMember("skipLabel", text_value(c.skip_label, a), a);
+    companion.AddMember("skipValues", string_array(c.skip_values, a), a);
+    companion.AddMember("releasedFinalizers", string_array(c.released_finalizers, a), a);
+    companions.PushBack(companion, a);
+  }
+  root.AddMember("companions", companions, a);
   return doc;
 }
 
@@ -296,6 +317,26 @@ Result<Registration> registration_from(const Value& doc) {
     if (auto s = w.check_object(); !s) return fail(s.error());
     if (w.find("validate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.validate, w.strings("validate"));
     if (w.find("mutate") != nullptr) UNITRAIN_WIRE_READ(out.webhooks.mutate, w.strings("mutate"));
+    UNITRAIN_WIRE_READ(out.webhooks.denials_forbidden, w.boolean("denialsForbidden", false));
+  }
+  const Value* companions = nullptr;
+  UNITRAIN_WIRE_READ(companions, r.objects("companions"));
+  if (companions != nullptr) {
+    for (rapidjson::SizeType i = 0; i < companions->Size(); ++i) {
+      const std::string path = fmt::format("companions[{}]", i);
+      MemberReader c((*companions)[i], path);
+      CompanionKind companion;
+      const Value* resource = c.find("resource");
+      if (resource == nullptr) return fail(path + ".resource: required");
+      UNITRAIN_WIRE_READ(companion.resource, resource_from(*resource, path + ".resource"));
+      UNITRAIN_WIRE_READ(companion.kind, c.string("kind", true));
+      UNITRAIN_WIRE_READ(companion.cluster_scoped, c.boolean("clusterScoped", false));
+      UNITRAIN_WIRE_READ(companion.validate, c.strings("validate"));
+      UNITRAIN_WIRE_READ(companion.skip_label, c.string("skipLabel"));
+      UNITRAIN_WIRE_READ(companion.skip_values, c.strings("skipValues"));
+      UNITRAIN_WIRE_READ(companion.released_finalizers, c.strings("releasedFinalizers"));
+      out.companions.push_back(std::move(companion));
+    }
   }
   return out;
 }

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/unitrain-conformance/conformance.h"
 #include "core/controller/pod_builder.h"
@@ -287,6 +289,45 @@ TEST_CASE("every built-in framework is also a shared module that describes itsel
     CHECK(linked->crds.size() >= 1);
     CHECK(dump(framework::wire::registration_json(*linked)) == dump(framework::wire::registration_json(loaded)));
   }
+}
+
+TEST_CASE("companion kinds: the loaded module validates them as the built-in one does (ABI 1.2)") {
+  const Modules& m = modules();
+  int checked = 0;
+  for (size_t i = 0; i < m.loaded.size(); ++i) {
+    const Registration& loaded_reg = m.loaded_registration(i);
+    if (loaded_reg.companions.empty()) continue;
+    INFO(loaded_reg.descriptor.name);
+    auto linked = m.builtin.instantiate(loaded_reg.descriptor.name, {});
+    auto loaded = m.loaded[i].instantiate(loaded_reg.descriptor.name, {});
+    REQUIRE(linked);
+    REQUIRE(loaded);
+    const auto* a = (*linked)->capabilities().companions;
+    const auto* b = (*loaded)->capabilities().companions;
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    for (const auto& c : loaded_reg.companions) {
+      // An object of the kind with a spec no validator accepts, and one with an empty spec.
+      for (const char* spec : {R"({"template":{"spec":{"replicatedJobs":[{"name":"n","replicas":2,"template":{"metadata":)"
+                               R"({"labels":{"trainer.kubeflow.org/trainjob-ancestor-step":"trainer"}},"spec":{"template":)"
+                               R"({"spec":{"containers":[{"name":"x"}]}}}}}]}}})",
+                               "{}"}) {
+        auto object = json::Document::parse(fmt::format(R"({{"apiVersion":"{}/{}","kind":"{}","metadata":{{"name":"r"}},"spec":{}}})",
+                                                        c.resource.group, c.resource.version, c.kind, spec));
+        auto old = json::Document::parse(R"({"spec":{"changed":true}})");
+        REQUIRE(object);
+        REQUIRE(old);
+        const std::vector<const json::Value*> befores = {nullptr, &old->root(), &object->root()};
+        for (const json::Value* before : befores) {
+          const auto va = a->validate_companion(c.kind, before, object->root());
+          const auto vb = b->validate_companion(c.kind, before, object->root());
+          CHECK(dump(framework::wire::validation_json(va)) == dump(framework::wire::validation_json(vb)));
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 0);
 }
 
 TEST_CASE("the repository's examples: every hook answers the same through the plugin ABI") {

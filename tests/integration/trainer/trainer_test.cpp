@@ -3,6 +3,7 @@
 // and resume; the deadline; a missing runtime's event; CEL rules of the CRDs.
 #include "frameworks/jobset/register.h"
 #include "frameworks/trainer/register.h"
+#include "localcluster/controllers/podgroup_crds.h"
 #include "tests/integration/frameworks/local_cluster_fixture.h"
 #include "tests/support/json.h"
 
@@ -204,4 +205,48 @@ TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no Jo
   REQUIRE_FALSE(m);
   CHECK_THAT(m.error().message,
              Catch::Contains("ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"));
+}
+
+TEST_CASE("TrainJob with a coscheduling runtime: its PodGroup watched, recreated and re-applied while suspended") {
+  Cluster k;
+  install(k);
+  // scheduler-plugins' PodGroup is served before the controller starts; Volcano's is not (the
+  // controller syncs without it).
+  REQUIRE(unitrain::localcluster::controllers::install_podgroup_crds(k.cluster.store(), {false, true}));
+  const kube::GroupVersionResource pod_groups{"scheduling.x-k8s.io", "v1alpha1", "podgroups"};
+  auto docs = json::parse_yaml(unitrain::testing::read_text(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/runtimes/torch-distributed.yaml"));
+  REQUIRE(docs);
+  json::Document runtime = std::move((*docs)[0]);
+  REQUIRE(json::set_string(runtime, "/metadata/name", "torch-gang"));
+  REQUIRE(json::set(runtime, "/spec/podGroupPolicy",
+                    json::clone(unitrain::testing::yaml("{coscheduling: {scheduleTimeoutSeconds: 30}}").root(), runtime.alloc())));
+  REQUIRE(k.client->create(kRuntimes, "", runtime.root()));
+  auto jobsets = k.controller("jobset");
+  auto trainjobs = k.controller("trainer");
+  auto tj = unitrain::testing::yaml(trainjob("gang", "torch-gang", "node", "300ms"));
+  REQUIRE(json::set_bool(tj, "/spec/suspend", true));
+  REQUIRE(k.client->create(kTrainJobs, "default", tj.root()));
+
+  REQUIRE(eventually([&] { return field(k, pod_groups, "gang", "/spec/minMember") == "2"; }));
+  CHECK(field(k, pod_groups, "gang", "/spec/scheduleTimeoutSeconds") == "30");
+  CHECK(field(k, pod_groups, "gang", "/metadata/ownerReferences/0/kind") == "TrainJob");
+  const std::string uid = field(k, pod_groups, "gang", "/metadata/uid");
+
+  // Deleted: its delete event brings the TrainJob back, which creates it again.
+  REQUIRE(k.client->remove(pod_groups, "default", "gang"));
+  REQUIRE(eventually([&] {
+    const std::string now = field(k, pod_groups, "gang", "/metadata/uid");
+    return now != "<absent>" && now != uid;
+  }));
+  // Changed while the TrainJob is suspended: applied again.
+  auto live = k.client->get(pod_groups, "default", "gang");
+  REQUIRE(live);
+  REQUIRE(json::set_int(*live, "/spec/minMember", 5));
+  REQUIRE(k.client->update(pod_groups, "default", live->root()));
+  REQUIRE(eventually([&] { return field(k, pod_groups, "gang", "/spec/minMember") == "2"; }));
+
+  // Resumed: the TrainJob runs to Complete with its PodGroup in place.
+  REQUIRE(k.client->patch(kTrainJobs, "default", "gang", kube::PatchType::Merge, R"({"spec":{"suspend":false}})"));
+  REQUIRE(eventually([&] { return k.has_condition(kTrainJobs, "gang", "Complete"); }));
+  CHECK(field(k, pod_groups, "gang", "/spec/minMember") == "2");
 }

@@ -192,3 +192,70 @@ TEST_CASE("plan: the deadline fails the TrainJob and deletes its JobSet; a finis
   CHECK(d.creations.empty());
   CHECK(json::equal(d.status->root(), *json::find(done.root(), "/status")));
 }
+
+TEST_CASE("plan: while suspended the PodGroup is applied again (read first when its kind is not watched); once running only created") {
+  using unitrain::testing::trainer::set_yaml;
+  auto tj = demo_trainjob();
+  REQUIRE(set_yaml(tj, "/spec/suspend", "true"));
+  auto runtime = shipped_runtime("torch-distributed.yaml");
+  REQUIRE(set_yaml(runtime, "/spec/podGroupPolicy", "{coscheduling: {scheduleTimeoutSeconds: 60}}"));
+  auto snapshot = tr::snapshot_configmap(tj.root(), runtime.root());
+  const char* owner = "[{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: U1, controller: true}]";
+  REQUIRE(set_yaml(snapshot, "/metadata/ownerReferences", owner));
+  fw::Observed o;
+  o.owned["configmaps"].push_back(&snapshot.root());
+
+  // The first round only reads the PodGroup.
+  auto read = tr::plan(tj.root(), o, kNow, &keys);
+  REQUIRE(read.fetch.size() == 1);
+  CHECK(read.fetch[0].resource == tr::kCoschedulingPodGroups);
+  CHECK(read.fetch[0].namespace_name == "ns");
+  CHECK(read.fetch[0].name == "demo");
+  CHECK(read.creations.empty());
+  CHECK(!read.status);
+
+  // Read as the last suspended apply left it (one node then): updated to two.
+  auto live = yaml(R"(
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: demo, namespace: ns, resourceVersion: "7"}
+spec: {minMember: 1, scheduleTimeoutSeconds: 60}
+status: {phase: Pending}
+)");
+  REQUIRE(set_yaml(live, "/metadata/ownerReferences", owner));
+  fw::Observed with_live = o;
+  with_live.fetched.push_back({fw::ObjectFetch{tr::kCoschedulingPodGroups, "ns", "demo"}, json::Document::copy_of(live.root()), ""});
+  auto applied = tr::plan(tj.root(), with_live, kNow, &keys);
+  CHECK(applied.fetch.empty());
+  REQUIRE(names(applied.updates) == std::vector<std::string>{"podgroups/demo"});
+  CHECK(json::get_int(applied.updates[0].object.root(), "/spec/minMember") == 2);
+  CHECK(json::string_at(applied.updates[0].object.root(), "/metadata/resourceVersion") == "7");
+  CHECK(json::string_at(applied.updates[0].object.root(), "/status/phase") == "Pending");
+  CHECK(names(applied.creations) == std::vector<std::string>{"jobsets/demo"});
+
+  // Already as wanted: nothing to write.
+  with_live.fetched.back().object = json::Document::copy_of(applied.updates[0].object.root());
+  CHECK(tr::plan(tj.root(), with_live, kNow, &keys).updates.empty());
+
+  // Missing, or another owner's: created (the core leaves a foreign one alone and says so).
+  fw::Observed missing = o;
+  missing.fetched.push_back({fw::ObjectFetch{tr::kCoschedulingPodGroups, "ns", "demo"}, std::nullopt, "not found"});
+  CHECK(names(tr::plan(tj.root(), missing, kNow, &keys).creations) ==
+        std::vector<std::string>{"jobsets/demo", "podgroups/demo"});
+
+  // A kind the caches watch is not read: the cached PodGroup is the live one.
+  fw::Observed watched = o;
+  watched.owned["podgroups.scheduling.x-k8s.io"].push_back(&live.root());
+  auto cached = tr::plan(tj.root(), watched, kNow, &keys);
+  CHECK(cached.fetch.empty());
+  REQUIRE(names(cached.updates) == std::vector<std::string>{"podgroups/demo"});
+  CHECK(json::get_int(cached.updates[0].object.root(), "/spec/minMember") == 2);
+  watched.owned["podgroups.scheduling.x-k8s.io"].clear();
+  CHECK(tr::plan(tj.root(), watched, kNow, &keys).fetch.empty());
+
+  // Running: no read, the PodGroup only created when missing.
+  REQUIRE(set_yaml(tj, "/spec/suspend", "false"));
+  auto running = tr::plan(tj.root(), o, kNow, &keys);
+  CHECK(running.fetch.empty());
+  CHECK(names(running.creations) == std::vector<std::string>{"jobsets/demo", "podgroups/demo"});
+}

@@ -145,7 +145,7 @@ spec:
                                          });
 }
 
-TEST_CASE("runtime webhook: ancestor Jobs need one replica and their container; TrainingRuntime updates pass") {
+TEST_CASE("runtime webhook: ancestor Jobs need one replica and their container, on create and on spec updates of both kinds") {
   auto runtime = yaml(R"(
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: ClusterTrainingRuntime
@@ -167,9 +167,17 @@ spec:
                        });
   REQUIRE(v.warnings.size() == 1);
   CHECK(v.warnings[0].rfind("ClusterTrainingRuntime \"r\" is deprecated", 0) == 0);
-  CHECK(tr::validate_runtime(&runtime.root(), runtime.root()).errors.size() == 2);  // CTR updates are checked
+  // Updates that change the spec are checked, for both kinds (upstream skips TrainingRuntime's);
+  // one that leaves the spec alone (a label, a finalizer) is admitted as it is.
+  auto edited = json::Document::copy_of(runtime.root());
+  REQUIRE(json::set_string(edited, "/spec/template/spec/replicatedJobs/0/name", "n2"));
+  CHECK(tr::validate_runtime(&runtime.root(), edited.root()).errors.size() == 2);
+  CHECK(tr::validate_runtime(&runtime.root(), runtime.root()).ok());
+  CHECK(tr::validate_runtime(&runtime.root(), runtime.root()).warnings.empty());  // the warning is CREATE's
   REQUIRE(json::set_string(runtime, "/kind", "TrainingRuntime"));
-  CHECK(tr::validate_runtime(&runtime.root(), runtime.root()).ok());                // TR updates are not (upstream)
+  REQUIRE(json::set_string(edited, "/kind", "TrainingRuntime"));
+  CHECK(tr::validate_runtime(&runtime.root(), edited.root()).errors.size() == 2);
+  CHECK(tr::validate_runtime(&runtime.root(), runtime.root()).ok());
 }
 
 TEST_CASE("defaulting webhook: runtimePatches[].time stamped on create, kept while unchanged") {
