@@ -37,6 +37,11 @@ struct PluginConfig {
   std::map<std::string, std::string, std::less<>> options;  // every OptionSpec, defaulted
   std::string gang_scheduler_name;                           // "" (none), "volcano", or a name
   std::string cluster_domain;                                // CUSTOM_CLUSTER_DOMAIN / --cluster-domain
+  // Where the operator's HTTPS endpoints are reached and whose certificate they serve:
+  // --webhook-service-name, --webhook-namespace, --webhook-secret-name.
+  std::string service_name;
+  std::string service_namespace;
+  std::string certificate_secret;
 
   std::string option(std::string_view name) const {
     auto it = options.find(name);

@@ -10,6 +10,7 @@
 #include "frameworks/trainer/names.h"
 #include "frameworks/trainer/plan.h"
 #include "frameworks/trainer/register.h"
+#include "frameworks/trainer/trainer_options.h"
 #include "frameworks/trainer/validation.h"
 
 namespace unitrain::frameworks::trainer {
@@ -26,8 +27,9 @@ Result<BuildInput::SshKeys> fresh_ssh_keys() {
 
 class TrainJobPlugin final : public framework::WorkloadModulePlugin, public framework::PipelineDepartures {
  public:
-  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config)
-      : WorkloadModulePlugin(std::move(descriptor), config) {}
+  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config,
+                 std::optional<StatusServerConfig> status_server)
+      : WorkloadModulePlugin(std::move(descriptor), config), status_server_(std::move(status_server)) {}
 
   framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
 
@@ -53,7 +55,7 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin, public fram
 
   framework::WorkloadPlan plan_at(const json::Value& job, const framework::Observed& observed,
                                   api::TimePoint now) const override {
-    return trainer::plan(job, observed, now, &fresh_ssh_keys);
+    return trainer::plan(job, observed, now, &fresh_ssh_keys, status_server_ ? &*status_server_ : nullptr);
   }
 
   // Upstream's TrainJob controller records no events about the objects it applies.
@@ -70,6 +72,7 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin, public fram
   bool reconciles_on_any_child() const override { return true; }
 
  private:
+  std::optional<StatusServerConfig> status_server_;  // the TrainJobStatus gate on
 };
 
 framework::FrameworkDescriptor make_descriptor() {
@@ -93,7 +96,13 @@ framework::FrameworkDescriptor make_descriptor() {
 }  // namespace
 
 Status register_trainer(framework::Registry& registry) {
-  auto r = framework::registration_of<TrainJobPlugin>(make_descriptor());
+  auto r = framework::registration_of<TrainJobPlugin>(make_descriptor(), trainer_options());
+  // A bad --feature-gates or --status-server-port stops the start with the flag's message.
+  r.factory = [descriptor = r.descriptor](const framework::PluginConfig& config) -> Result<std::unique_ptr<framework::FrameworkPlugin>> {
+    auto status_server = status_server_config(config);
+    if (!status_server) return fail(status_server.error());
+    return std::unique_ptr<framework::FrameworkPlugin>(std::make_unique<TrainJobPlugin>(descriptor, config, std::move(*status_server)));
+  };
   r.permissions = {
       {{"jobset.x-k8s.io"}, {"jobsets"}, {"get", "list", "watch", "create", "update", "delete"}, "TrainJob: its JobSet."},
       {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update"},
