@@ -21,6 +21,7 @@
 #include "core/api/field_errors.h"
 #include "core/base/result.h"
 #include "core/framework/descriptor.h"
+#include "core/framework/module_endpoint.h"
 #include "core/json/json.h"
 
 namespace unitrain::framework {
@@ -253,6 +254,7 @@ struct Capabilities {
   const DeprecationNotice* deprecation = nullptr;
   const PipelineDepartures* departures = nullptr;
   const WorkloadPlanner* workloads = nullptr;
+  const ModuleEndpoint* endpoint = nullptr;  // module_endpoint.h
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the

@@ -10,6 +10,7 @@
 #include "frameworks/trainer/names.h"
 #include "frameworks/trainer/plan.h"
 #include "frameworks/trainer/register.h"
+#include "frameworks/trainer/status_server.h"
 #include "frameworks/trainer/trainer_options.h"
 #include "frameworks/trainer/validation.h"
 
@@ -28,10 +29,15 @@ Result<BuildInput::SshKeys> fresh_ssh_keys() {
 class TrainJobPlugin final : public framework::WorkloadModulePlugin, public framework::PipelineDepartures {
  public:
   TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config,
-                 std::optional<StatusServerConfig> status_server)
-      : WorkloadModulePlugin(std::move(descriptor), config), status_server_(std::move(status_server)) {}
+                 std::optional<StatusServerConfig> status_server = std::nullopt)
+      : WorkloadModulePlugin(std::move(descriptor), config),
+        status_server_(std::move(status_server)),
+        endpoint_(static_cast<uint16_t>(status_server_ ? status_server_->port : 0)) {}
 
-  framework::Capabilities capabilities() const override { return {.departures = this, .workloads = this}; }
+  // The status server is served only with the TrainJobStatus gate on.
+  framework::Capabilities capabilities() const override {
+    return {.departures = this, .workloads = this, .endpoint = status_server_ ? &endpoint_ : nullptr};
+  }
 
   // The CRD's defaults, for a TrainJob that reached us without them.
   void set_defaults(json::Document& job) const override {
@@ -73,6 +79,7 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin, public fram
 
  private:
   std::optional<StatusServerConfig> status_server_;  // the TrainJobStatus gate on
+  StatusServer endpoint_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
@@ -110,7 +117,9 @@ Status register_trainer(framework::Registry& registry) {
       {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch"},
        "TrainJob: the runtime it names."},
       {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "create"},
-       "TrainJob: the PodGroup of a runtime's podGroupPolicy."}};
+       "TrainJob: the PodGroup of a runtime's podGroupPolicy."},
+      {{"authentication.k8s.io"}, {"tokenreviews"}, {"create"},
+       "TrainJob status server (--feature-gates TrainJobStatus=true): checks the trainer pods' tokens."}};
   r.webhooks.validate = {"CREATE", "UPDATE"};
   return registry.add(std::move(r));
 }
