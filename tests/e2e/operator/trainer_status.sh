@@ -60,11 +60,19 @@ echo "trainer pods get the status server's URL, CA and a token for $audience"
 
 k create serviceaccount trainer >/dev/null || fail "creating serviceaccount trainer"
 k create serviceaccount trainer -n other >/dev/null || fail "creating serviceaccount other/trainer"
-token=$(k create token trainer --audience "$audience") || fail "kubectl create token"
-wrong_audience=$(k create token trainer --audience other-audience) || fail "kubectl create token (other audience)"
-other_ns=$(k create token trainer -n other --audience "$audience") || fail "kubectl create token -n other"
-nope_token=$(k create token trainer --audience trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/nope/status) \
-  || fail "kubectl create token for nope"
+# create_token NAMESPACE AUDIENCE: a TokenRequest for NAMESPACE/trainer, as a projected volume
+# gets it. (`kubectl create token` sends it as protobuf, which the local cluster does not decode for
+# authentication.k8s.io: the JSON form goes through --raw.)
+create_token() {
+  echo "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"audiences\":[\"$2\"],\"expirationSeconds\":3600}}" >"$work/tokenrequest.json"
+  k create --raw "/api/v1/namespaces/$1/serviceaccounts/trainer/token" -f "$work/tokenrequest.json" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"]["token"])'
+}
+token=$(create_token default "$audience") && [[ -n $token ]] || fail "TokenRequest"
+wrong_audience=$(create_token default other-audience) || fail "TokenRequest (other audience)"
+other_ns=$(create_token other "$audience") || fail "TokenRequest in namespace other"
+nope_token=$(create_token default trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/nope/status) \
+  || fail "TokenRequest for nope"
 
 # post PATH TOKEN BODY-FILE: "<code> <body>"
 post() {
