@@ -1,6 +1,6 @@
 // The TrainJobStatus plugin (upstream's alpha gate `TrainJobStatus`, off by default): the trainer
 // pods get the status server's URL, its CA and a service-account token bound to the TrainJob's
-// status, so the training code can report progress (the status server, cmd/, writes it into
+// status, so the training code can report progress (the status server, status_server.h, writes it into
 // status.trainerStatus). Pure, as build.h.
 #pragma once
 

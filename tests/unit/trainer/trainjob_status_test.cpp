@@ -65,7 +65,7 @@ spec:
 
 }  // namespace
 
-TEST_CASE("--feature-gates and --status-server-port: off by default, TrainJobStatus=true turns the gate on") {
+TEST_CASE("trainer flags: feature gates off by default, TrainJobStatus=true turns the gate on, the status server port checked") {
   auto off = tr::status_server_config(config_with(""));
   REQUIRE(off);
   CHECK_FALSE(off->has_value());
