@@ -1,7 +1,6 @@
 #include "localcluster/service_account_tokens.h"
 
 #include <algorithm>
-#include <ctime>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "core/api/time.h"
 #include "core/base/base64.h"
 
 namespace unitrain::localcluster {
@@ -27,12 +27,8 @@ int64_t token_unix_seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
-std::string token_rfc3339(int64_t unix) {
-  const std::time_t t = static_cast<std::time_t>(unix);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec);
+std::string token_time(int64_t unix_seconds) {
+  return api::format_time(api::TimePoint(std::chrono::seconds(unix_seconds)));
 }
 
 json::Value token_string_array(const std::vector<std::string>& items, json::Allocator& a) {
@@ -137,7 +133,7 @@ Result<json::Document, TokenRequestError> answer_token_request(const ServiceAcco
   json::Value meta(rapidjson::kObjectType);
   meta.AddMember("name", json::str(claims.service_account, a), a);
   meta.AddMember("namespace", json::str(claims.namespace_name, a), a);
-  meta.AddMember("creationTimestamp", json::str(token_rfc3339(token_unix_seconds(now)), a), a);
+  meta.AddMember("creationTimestamp", json::str(token_time(token_unix_seconds(now)), a), a);
   out.root().AddMember("metadata", std::move(meta), a);
   json::Value spec(rapidjson::kObjectType);
   spec.AddMember("audiences", token_string_array(claims.audiences, a), a);
@@ -150,7 +146,7 @@ Result<json::Document, TokenRequestError> answer_token_request(const ServiceAcco
   out.root().AddMember("spec", std::move(spec), a);
   json::Value status(rapidjson::kObjectType);
   status.AddMember("token", json::str(tokens.issue(claims, now), a), a);
-  status.AddMember("expirationTimestamp", json::str(token_rfc3339(claims.expires_at), a), a);
+  status.AddMember("expirationTimestamp", json::str(token_time(claims.expires_at), a), a);
   out.root().AddMember("status", std::move(status), a);
   return out;
 }
@@ -164,7 +160,7 @@ json::Document answer_token_review(const ServiceAccountTokens& tokens, json::Doc
   (void)json::set_string(out, "/kind", "TokenReview");
   json::remove(out, "/status");
   if (!json::find(out.root(), "/metadata")) (void)json::set(out, "/metadata", json::Value(rapidjson::kObjectType));
-  (void)json::set_string(out, "/metadata/creationTimestamp", token_rfc3339(token_unix_seconds(now)));
+  (void)json::set_string(out, "/metadata/creationTimestamp", token_time(token_unix_seconds(now)));
 
   std::vector<std::string> wanted = json::strings_at(out.root(), "/spec/audiences");
   if (wanted.empty()) wanted = {std::string(kTokenIssuer)};

@@ -270,15 +270,7 @@ std::vector<std::string> endpoints(Context& c, size_t i) {
 }
 
 json::Document object_skeleton(std::string_view api_version, std::string_view kind, const Context& c, std::string_view name) {
-  json::Document d = json::Document::object();
-  auto& a = d.alloc();
-  d.root().AddMember("apiVersion", json::str(api_version, a), a);
-  d.root().AddMember("kind", json::str(kind, a), a);
-  json::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", json::str(name, a), a);
-  meta.AddMember("namespace", json::str(c.ns, a), a);
-  d.root().AddMember("metadata", std::move(meta), a);
-  return d;
+  return new_object(api_version, kind, c.ns, name);
 }
 
 Status mpi(Context& c, const BuildInput& input) {

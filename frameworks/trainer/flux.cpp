@@ -92,18 +92,6 @@ json::Value mount(std::string_view name, std::string_view path, bool read_only, 
   return m;
 }
 
-json::Document object_skeleton(std::string_view kind, const FluxTarget& t, std::string_view name) {
-  json::Document d = json::Document::object();
-  auto& a = d.alloc();
-  d.root().AddMember("apiVersion", "v1", a);
-  d.root().AddMember("kind", json::str(kind, a), a);
-  json::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", json::str(name, a), a);
-  meta.AddMember("namespace", json::str(t.namespace_name, a), a);
-  d.root().AddMember("metadata", std::move(meta), a);
-  return d;
-}
-
 // The command as the container would run it: the TrainJob's command and args where given, else
 // the runtime's, joined by spaces.
 std::string original_command(const FluxTarget& t, const json::Value& container) {
@@ -223,7 +211,7 @@ Result<FluxEdits> enforce_flux(const FluxTarget& t, json::Value& pod_spec, json:
   }
 
   const FluxScripts scripts = flux_scripts(layout, settings);
-  json::Document cm = object_skeleton("ConfigMap", t, config_map);
+  json::Document cm = new_object("v1", "ConfigMap", t.namespace_name, config_map);
   {
     auto& ca = cm.alloc();
     json::Value data(rapidjson::kObjectType);
@@ -235,7 +223,7 @@ Result<FluxEdits> enforce_flux(const FluxTarget& t, json::Value& pod_spec, json:
 
   auto keys = curve_keys_for(t.uid);
   if (!keys) return fail(fmt::format("Flux CURVE certificate: {}", keys.error().message));
-  json::Document secret = object_skeleton("Secret", t, curve_secret);
+  json::Document secret = new_object("v1", "Secret", t.namespace_name, curve_secret);
   {
     auto& sa = secret.alloc();
     json::Value data(rapidjson::kObjectType);

@@ -78,14 +78,8 @@ Result<json::Document> status_tls_config_map(std::string_view ns, std::string_vi
     ca = std::move(*decoded);
   }
   if (ca.empty()) return fail("failed to find status server ca.crt in tls secret");
-  json::Document d = json::Document::object();
+  json::Document d = new_object("v1", "ConfigMap", ns, std::string(name) + std::string(kTlsConfigSuffix));
   auto& a = d.alloc();
-  d.root().AddMember("apiVersion", "v1", a);
-  d.root().AddMember("kind", "ConfigMap", a);
-  json::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", json::str(std::string(name) + std::string(kTlsConfigSuffix), a), a);
-  meta.AddMember("namespace", json::str(ns, a), a);
-  d.root().AddMember("metadata", std::move(meta), a);
   json::Value data(rapidjson::kObjectType);
   data.AddMember("ca.crt", json::str(ca, a), a);
   d.root().AddMember("data", std::move(data), a);
