@@ -15,15 +15,9 @@ namespace tr = unitrain::frameworks::trainer;
 using unitrain::testing::yaml;
 using unitrain::testing::trainer::at;
 using unitrain::testing::trainer::named;
+using unitrain::testing::trainer::same_as_yaml;
 
 namespace {
-
-bool flux_same(const json::Value& actual, std::string_view expected_yaml) {
-  json::Document expected = yaml(expected_yaml);
-  INFO("actual:   " << json::dump(actual) << "\nexpected: " << expected.dump());
-  CHECK(json::equal(actual, expected.root()));
-  return json::equal(actual, expected.root());
-}
 
 const char* kFluxRuntime = R"(
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -119,9 +113,9 @@ TEST_CASE("Flux: command rewrite, installer, volumes, mounts, entrypoint ConfigM
   CHECK(json::get_int(rj, "/template/spec/parallelism") == 3);
   const json::Value& pod = at(rj, "/template/spec/template/spec");
   const json::Value& node = named(at(pod, "/containers"), "node");
-  flux_same(at(node, "/command"), R"(["/bin/bash", "/etc/flux-config/entrypoint.sh", "python3 run.py --epochs 3"])");
+  same_as_yaml(at(node, "/command"), R"(["/bin/bash", "/etc/flux-config/entrypoint.sh", "python3 run.py --epochs 3"])");
   CHECK(at(node, "/args").IsNull());
-  flux_same(at(pod, "/initContainers"), R"(
+  same_as_yaml(at(pod, "/initContainers"), R"(
 - name: flux-installer
   image: my/view:1
   command: [/bin/bash, /etc/flux-config/init.sh]
@@ -129,14 +123,14 @@ TEST_CASE("Flux: command rewrite, installer, volumes, mounts, entrypoint ConfigM
     - {name: flux-install, mountPath: /mnt/flux}
     - {name: fx-flux-entrypoint, mountPath: /etc/flux-config, readOnly: true}
 )");
-  flux_same(at(pod, "/volumes"), R"(
+  same_as_yaml(at(pod, "/volumes"), R"(
 - {name: spack-install, emptyDir: {}}
 - {name: flux-install, emptyDir: {}}
 - {name: fx-flux-entrypoint, configMap: {name: fx-flux-entrypoint, defaultMode: 493}}
 - {name: shared-memory, emptyDir: {medium: Memory}}
 - {name: flux-curve, secret: {secretName: fx-flux-curve, defaultMode: 256}}
 )");
-  flux_same(at(node, "/volumeMounts"), R"(
+  same_as_yaml(at(node, "/volumeMounts"), R"(
 - {name: flux-install, mountPath: /mnt/flux}
 - {name: spack-install, mountPath: /opt/software}
 - {name: fx-flux-entrypoint, mountPath: /etc/flux-config, readOnly: true}
@@ -177,7 +171,7 @@ TEST_CASE("Flux: the TrainJob's numProcPerNode wins; no GPU flag without GPUs; t
   REQUIRE(out);
   const json::Value& rj = named(at(out->jobset.root(), "/spec/replicatedJobs"), "node");
   const json::Value& node = named(at(rj, "/template/spec/template/spec/containers"), "node");
-  flux_same(at(node, "/command"), R"(["/bin/bash", "/etc/flux-config/entrypoint.sh", "mpirun a.out"])");
+  same_as_yaml(at(node, "/command"), R"(["/bin/bash", "/etc/flux-config/entrypoint.sh", "mpirun a.out"])");
   CHECK(at(node, "/args").IsNull());
   const std::string entrypoint = json::string_at(*object_named(*out, "ConfigMap", "fx-flux-entrypoint"), "/data/entrypoint.sh");
   CHECK(entrypoint.find("flux run -N 2 -n 10 /bin/bash -c") != std::string::npos);

@@ -14,16 +14,10 @@ namespace tr = unitrain::frameworks::trainer;
 using unitrain::testing::yaml;
 using unitrain::testing::trainer::at;
 using unitrain::testing::trainer::named;
+using unitrain::testing::trainer::same_as_yaml;
 using unitrain::testing::trainer::shipped_runtime;
 
 namespace {
-
-bool status_same(const json::Value& actual, std::string_view expected_yaml) {
-  json::Document expected = yaml(expected_yaml);
-  INFO("actual:   " << json::dump(actual) << "\nexpected: " << expected.dump());
-  CHECK(json::equal(actual, expected.root()));
-  return json::equal(actual, expected.root());
-}
 
 const tr::StatusServerConfig kServer{.service_name = "kubeflow-trainer-controller-manager",
                                      .operator_namespace = "kubeflow-system",
@@ -103,13 +97,13 @@ TEST_CASE("TrainJobStatus: env, projected token volume and mount on the trainer 
   const json::Value& env = at(named(at(pod, "/containers"), "node"), "/env");
   // After Torch's variables (the plugin order).
   REQUIRE(env.Size() >= 3);
-  status_same(env[env.Size() - 3], "{name: KUBEFLOW_TRAINER_SERVER_URL, value: "
+  same_as_yaml(env[env.Size() - 3], "{name: KUBEFLOW_TRAINER_SERVER_URL, value: "
                             "'https://kubeflow-trainer-controller-manager.kubeflow-system.svc:10443/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/demo/status'}");
-  status_same(env[env.Size() - 2], "{name: KUBEFLOW_TRAINER_SERVER_CA_CERT, value: /var/run/secrets/kubeflow/trainer/ca.crt}");
-  status_same(env[env.Size() - 1], "{name: KUBEFLOW_TRAINER_SERVER_TOKEN, value: /var/run/secrets/kubeflow/trainer/token}");
-  status_same(named(at(named(at(pod, "/containers"), "node"), "/volumeMounts"), "kubeflow-trainer-token"),
+  same_as_yaml(env[env.Size() - 2], "{name: KUBEFLOW_TRAINER_SERVER_CA_CERT, value: /var/run/secrets/kubeflow/trainer/ca.crt}");
+  same_as_yaml(env[env.Size() - 1], "{name: KUBEFLOW_TRAINER_SERVER_TOKEN, value: /var/run/secrets/kubeflow/trainer/token}");
+  same_as_yaml(named(at(named(at(pod, "/containers"), "node"), "/volumeMounts"), "kubeflow-trainer-token"),
        "{name: kubeflow-trainer-token, mountPath: /var/run/secrets/kubeflow/trainer, readOnly: true}");
-  status_same(named(at(pod, "/volumes"), "kubeflow-trainer-token"), R"(
+  same_as_yaml(named(at(pod, "/volumes"), "kubeflow-trainer-token"), R"(
 name: kubeflow-trainer-token
 projected:
   sources:
@@ -117,7 +111,7 @@ projected:
     - configMap: {name: demo-tls-config, items: [{key: ca.crt, path: ca.crt}]}
 )");
   REQUIRE_FALSE(out->objects.empty());
-  status_same(out->objects.back().root(), R"(
+  same_as_yaml(out->objects.back().root(), R"(
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: demo-tls-config, namespace: ns}
