@@ -80,6 +80,8 @@ std::vector<ResourceInfo> build() {
                    "SelfSubjectRulesReview", false, false, {}, {}, {"create"}));
   v.push_back(make("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview",
                    "SubjectAccessReview", false, false, {}, {}, {"create"}));
+  v.push_back(make("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", false, false, {}, {},
+                   {"create"}));
   v.push_back(make("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                    "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false, false, {}, ext));
   v.push_back(make("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

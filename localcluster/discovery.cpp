@@ -178,6 +178,9 @@ std::string api_resource_list_json(const std::vector<ResourceInfo>& resources, s
       // kubectl drain evicts (and so honours PodDisruptionBudgets) only where discovery lists this.
       sub("eviction", "Eviction", string_array({"create"}, a), "policy", "v1");
     }
+    if (r.group.empty() && r.resource == "serviceaccounts") {
+      sub("token", "TokenRequest", string_array({"create"}, a), "authentication.k8s.io", "v1");
+    }
   }
   if (!any) return {};
   d.root().AddMember("resources", list, a);
@@ -239,6 +242,9 @@ std::string aggregated_discovery_json(const std::vector<ResourceInfo>& resources
         if (r.group.empty() && r.resource == "pods") {
           sub("log", gvk("", "v1", "Pod"), subresource_verbs(false, a));
           sub("eviction", gvk("policy", "v1", "Eviction"), string_array({"create"}, a));
+        }
+        if (r.group.empty() && r.resource == "serviceaccounts") {
+          sub("token", gvk("authentication.k8s.io", "v1", "TokenRequest"), string_array({"create"}, a));
         }
         if (!subs.Empty()) e.AddMember("subresources", subs, a);
         list.PushBack(e, a);

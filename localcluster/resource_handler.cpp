@@ -143,6 +143,18 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     if (!evicted) return error_reply(evicted.error());
     return HttpReply{201, "application/json", evicted->dump(), {}};
   }
+  if (route.subresource == "token") {
+    if (req.method != "POST") return method_not_allowed();
+    auto dry = write_options(q, "CreateOptions");
+    if (!dry) return error_reply(dry.error());
+    auto account = store_.get(r, route.ns, route.name);
+    if (!account) return error_reply(account.error());
+    auto body = decode_body(req.body, content_type);
+    if (!body) return error_reply(body.error());
+    auto answer = answer_token_request(tokens_, account->root(), body->root(), std::chrono::system_clock::now());
+    if (!answer) return error_reply(errors::status(answer.error().code, "Invalid", answer.error().message));
+    return HttpReply{201, "application/json", answer->dump(), {}};
+  }
   if (req.method == "POST") {
     if (!collection || !route.subresource.empty() || !has_verb(r, "create")) return method_not_allowed();
     auto dry = write_options(q, "CreateOptions");
@@ -150,6 +162,15 @@ HttpReply ResourceHandler::call(const HttpRequest& req, const ResourceRoute& rou
     auto body = decode_body(req.body, content_type);
     if (!body) return error_reply(body.error());
     if (r.group == "authorization.k8s.io") return render(r, req, 201, answer_access_review(r, std::move(*body)).root());
+    if (r.group == "authentication.k8s.io") {
+      auto lookup_uid = [this](std::string_view ns, std::string_view name) {
+        auto accounts = store_.find_resource("", "v1", "serviceaccounts");
+        if (!accounts) return std::string();
+        auto account = store_.get(*accounts, ns, name);
+        return account ? json::string_at(account->root(), "/metadata/uid") : std::string();
+      };
+      return render(r, req, 201, answer_token_review(tokens_, std::move(*body), lookup_uid, std::chrono::system_clock::now()).root());
+    }
     if (auto bad = check_body(q, r, body->root(), json::string_at(body->root(), "/metadata/name"), "CreateOptions",
                               true, notes)) {
       return error_reply(*bad);

@@ -12,6 +12,7 @@
 #include "localcluster/http_message.h"
 #include "localcluster/pod_logs.h"
 #include "localcluster/routing.h"
+#include "localcluster/service_account_tokens.h"
 #include "localcluster/store.h"
 #include "localcluster/table.h"
 
@@ -43,6 +44,7 @@ class ResourceHandler {
   Store& store_;
   ApiFront& front_;
   PodLogs& logs_;
+  ServiceAccountTokens tokens_;  // serviceaccounts/token and tokenreviews
 };
 
 }  // namespace unitrain::localcluster

@@ -44,7 +44,8 @@ StoreResult<ResourceRoute> resolve_route(const Store& store, const std::vector<s
     bool ok = (route.subresource == "status" && route.info.has_status) ||
               (route.subresource == "scale" && route.info.has_scale) ||
               ((is_pod_stream(route.subresource) || route.subresource == "eviction") && route.info.group.empty() &&
-               route.info.resource == "pods");
+               route.info.resource == "pods") ||
+              (route.subresource == "token" && route.info.group.empty() && route.info.resource == "serviceaccounts");
     if (!ok) return fail(errors::resource_not_found());
   }
   return route;

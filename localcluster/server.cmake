@@ -23,12 +23,13 @@ add_library(unitrain_localcluster STATIC
   ${CMAKE_CURRENT_LIST_DIR}/request_options.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resource_handler.cpp
   ${CMAKE_CURRENT_LIST_DIR}/routing.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/service_account_tokens.cpp
   ${CMAKE_CURRENT_LIST_DIR}/table.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tls.cpp
   ${CMAKE_CURRENT_LIST_DIR}/watch_framing.cpp
   ${CMAKE_CURRENT_LIST_DIR}/webhook_client.cpp
 )
-target_link_libraries(unitrain_localcluster PUBLIC unitrain_localcluster_store PRIVATE unitrain_kube_rest unitrain_asio spdlog::spdlog)
+target_link_libraries(unitrain_localcluster PUBLIC unitrain_localcluster_store PRIVATE unitrain_kube_rest unitrain_asio spdlog::spdlog OpenSSL::Crypto)
 # The Beast-heavy server compiles on its own even in a unity build: in a batch it would be the
 # build's single longest compile and share little with its neighbours.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/server.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -338,6 +338,9 @@ framework::PluginConfig plugin_config(const Flags& f, const framework::Registrat
   for (const auto& o : registration.options) pc.options[o.name] = f.framework_options.at(o.name);
   pc.gang_scheduler_name = f.gang_scheduler_name;
   pc.cluster_domain = f.cluster_domain;
+  pc.service_name = f.webhook_service_name;
+  pc.service_namespace = f.webhook_namespace;
+  pc.certificate_secret = f.webhook_secret_name;
   return pc;
 }
 

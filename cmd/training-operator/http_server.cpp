@@ -71,7 +71,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return;
     const auto& request = parser_.get();
     std::string_view target = request.target();
-    const HttpRequest r{request.method_string(), target.substr(0, target.find('?')), request.body()};
+    const HttpRequest r{request.method_string(), target.substr(0, target.find('?')), request.body(),
+                        request[bhttp::field::authorization]};
     HttpReply reply = handler_(r);
     response_.version(request.version());
     response_.result(static_cast<unsigned>(reply.status));

@@ -25,6 +25,7 @@ struct HttpRequest {
   std::string_view method;  // "POST"
   std::string_view path;    // without the query
   std::string_view body;
+  std::string_view authorization = {};  // the Authorization header, "" when absent
 };
 // Called on the server thread for every request of any method.
 using HttpRequestHandler = std::function<HttpReply(const HttpRequest&)>;

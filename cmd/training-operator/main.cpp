@@ -19,6 +19,7 @@
 #include "cmd/training-operator/frameworks.h"
 #include "cmd/training-operator/logging.h"
 #include "cmd/training-operator/manifests.h"
+#include "cmd/training-operator/module_endpoints.h"
 #include "cmd/training-operator/operator_metrics.h"
 #include "cmd/training-operator/process.h"
 #include "cmd/training-operator/webhooks.h"
@@ -96,6 +97,8 @@ int run(const Flags& f, const framework::Registry& registry) {
     metrics.add_webhook_paths(webhooks->paths());
     metrics.set_webhook_certificate([&w = *webhooks] { return w.certificate_not_after(); });
   }
+  // Modules' own HTTPS endpoints (the TrainJob status server), with the webhook certificate.
+  ModuleEndpoints module_endpoints((*clients)->main(), (*controllers)->plugins(), webhooks.get());
   std::unique_ptr<manager::LeaseElection> election;
   if (f.leader_elect) {
     auto config = election_options(f, rest->namespace_, identity);
@@ -116,6 +119,7 @@ int run(const Flags& f, const framework::Registry& registry) {
       return fail(why.empty() ? std::string("certificates are not ready") : "certificates are not ready: " + why);
     });
   }
+  if (!module_endpoints.empty()) mgr.add("module endpoints", module_endpoints);
   if (cluster) mgr.add("embedded cluster setup", cluster->setup(operator_client, registry, f, webhooks.get()));
   for (auto& fw : (*controllers)->all()) {
     auto& r = *fw.recorder;

@@ -95,6 +95,20 @@ std::vector<std::string> OperatorWebhooks::paths() const {
   return out;
 }
 
+void OperatorWebhooks::share_certificate(HttpServer& server) {
+  std::lock_guard lock(mu_);
+  sharing_.push_back(&server);
+  if (current_.cert.empty()) return;
+  if (auto s = server.set_certificate(current_.cert, current_.key); !s) {
+    spdlog::error("serving the webhook certificate on port {}: {}", server.port(), s.error().message);
+  }
+}
+
+void OperatorWebhooks::stop_sharing(HttpServer& server) {
+  std::lock_guard lock(mu_);
+  std::erase(sharing_, &server);
+}
+
 void OperatorWebhooks::keep_certificates() {
   // Check often enough that a rotation lands well inside the lookahead window.
   const auto interval = std::clamp<std::chrono::seconds>(options_.certs.lookahead / 4, std::chrono::seconds(1),
@@ -142,6 +156,9 @@ void OperatorWebhooks::keep_certificates() {
           current_ = *bundle;
           last_failure_.clear();
           ready_ = true;
+          for (HttpServer* other : sharing_) {
+            if (auto s = other->set_certificate(bundle->cert, bundle->key); !s) spdlog::error("serving the webhook certificate on port {}: {}", other->port(), s.error().message);
+          }
         }
         cv_.notify_all();
       };

@@ -65,6 +65,10 @@ class OperatorWebhooks final : public manager::Runnable {
   std::optional<webhook::SystemTime> certificate_not_after() const;
   // Every path the server answers reviews on (the admission webhooks' and /convert).
   std::vector<std::string> paths() const;
+  // `server` (HTTPS, outliving this) serves the webhook certificate too, from now on and after
+  // every rotation.
+  void share_certificate(HttpServer& server);
+  void stop_sharing(HttpServer& server);
 
  private:
   void keep_certificates();
@@ -81,6 +85,7 @@ class OperatorWebhooks final : public manager::Runnable {
   mutable std::condition_variable_any cv_;
   bool stopping_ = false;
   webhook::CertBundle current_;
+  std::vector<HttpServer*> sharing_;  // share_certificate()
   std::string last_failure_;
   std::thread thread_;
 };

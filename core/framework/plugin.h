@@ -21,6 +21,7 @@
 #include "core/api/field_errors.h"
 #include "core/base/result.h"
 #include "core/framework/descriptor.h"
+#include "core/framework/module_endpoint.h"
 #include "core/json/json.h"
 
 namespace unitrain::framework {
@@ -37,6 +38,11 @@ struct PluginConfig {
   std::map<std::string, std::string, std::less<>> options;  // every OptionSpec, defaulted
   std::string gang_scheduler_name;                           // "" (none), "volcano", or a name
   std::string cluster_domain;                                // CUSTOM_CLUSTER_DOMAIN / --cluster-domain
+  // Where the operator's HTTPS endpoints are reached and whose certificate they serve:
+  // --webhook-service-name, --webhook-namespace, --webhook-secret-name.
+  std::string service_name;
+  std::string service_namespace;
+  std::string certificate_secret;
 
   std::string option(std::string_view name) const {
     auto it = options.find(name);
@@ -265,6 +271,7 @@ struct Capabilities {
   const PipelineDepartures* departures = nullptr;
   const WorkloadPlanner* workloads = nullptr;
   const CompanionValidator* companions = nullptr;
+  const ModuleEndpoint* endpoint = nullptr;  // module_endpoint.h
 };
 
 // Conditions and events the core itself raises; their reasons and messages differ between the

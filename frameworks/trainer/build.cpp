@@ -14,6 +14,7 @@
 #include "core/base/base64.h"
 #include "core/framework/ascii.h"
 #include "core/framework/json_members.h"
+#include "frameworks/trainer/flux.h"
 #include "frameworks/trainer/json_edit.h"
 #include "frameworks/trainer/names.h"
 
@@ -30,7 +31,8 @@ struct Context {
   json::Document resources{};  // per node, for process counts
   std::string name{}, ns{};
   const json::Value* trainer = nullptr;  // spec.trainer
-  std::optional<std::vector<std::string>> command_override{};  // torchtune's rewrite
+  std::optional<std::vector<std::string>> command_override{};  // torchtune's and Flux's rewrites
+  bool clear_args = false;                                       // Flux's rewrite
   std::vector<json::Document> objects{};
 
   json::Allocator& alloc() { return info.jobset_spec.alloc(); }
@@ -268,15 +270,7 @@ std::vector<std::string> endpoints(Context& c, size_t i) {
 }
 
 json::Document object_skeleton(std::string_view api_version, std::string_view kind, const Context& c, std::string_view name) {
-  json::Document d = json::Document::object();
-  auto& a = d.alloc();
-  d.root().AddMember("apiVersion", json::str(api_version, a), a);
-  d.root().AddMember("kind", json::str(kind, a), a);
-  json::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", json::str(name, a), a);
-  meta.AddMember("namespace", json::str(c.ns, a), a);
-  d.root().AddMember("metadata", std::move(meta), a);
-  return d;
+  return new_object(api_version, kind, c.ns, name);
 }
 
 Status mpi(Context& c, const BuildInput& input) {
@@ -406,6 +400,43 @@ void xgboost(Context& c) {
   upsert_by(env, "name", env_field_ref("DMLC_TASK_ID", kCompletionIndexFieldPath, a), a);
   upsert_by(env, "name", env_value("DMLC_NUM_WORKER", std::to_string(workers), a), a);
   add_port(*node, a);
+}
+
+// --- Flux (flux.h), TrainJobStatus (trainjob_status.h) -------------------------------------
+Status flux(Context& c) {
+  if (!has_policy(c, "flux")) return {};
+  const auto node = c.pod_set_named(kNode);
+  json::Value* node_rjob = node ? c.rjob(*node) : nullptr;
+  json::Value* container = c.trainer_container();
+  if (node_rjob == nullptr || container == nullptr) {
+    return fail("Flux runtime: needs a replicated Job \"node\" and a trainer container \"node\"");
+  }
+  auto& a = c.alloc();
+  json::Value& pod_spec = jm::ensure_object(pod_template(*node_rjob, a), "spec", a);
+  const std::string uid = string_at(c.trainjob, "/metadata/uid");
+  const std::string subdomain = string_at(c.info.jobset_spec.root(), "/network/subdomain");
+  const FluxTarget target{.trainjob = c.name,
+                          .namespace_name = c.ns,
+                          .uid = uid,
+                          .subdomain = subdomain,
+                          .trainer = c.trainer,
+                          .ml_policy = &c.info.ml_policy.root(),
+                          .gpus = gpu_count(c.resources.root())};
+  auto edits = enforce_flux(target, pod_spec, *container, a);
+  if (!edits) return fail(edits.error());
+  c.command_override = std::move(edits->command);
+  c.clear_args = true;
+  for (auto& o : edits->objects) c.objects.push_back(std::move(o));
+  return {};
+}
+
+void trainjob_status(Context& c, const BuildInput& input) {
+  if (input.status_server == nullptr) return;
+  const auto t = c.trainer_pod_set();
+  json::Value* r = t ? c.rjob(*t) : nullptr;
+  if (r == nullptr) return;
+  auto& a = c.alloc();
+  enforce_trainjob_status(*input.status_server, c.ns, c.name, jm::ensure_object(pod_template(*r, a), "spec", a), a);
 }
 
 // --- Pod groups -----------------------------------------------------------------------------
@@ -565,6 +596,7 @@ void jobset_builder(Context& c) {
       }
       if (json::Value* node = find_container(rjob, "containers", kNode); node && c.command_override) {
         jm::put(*node, "command", string_list(*c.command_override, a), a);
+        if (c.clear_args) node->RemoveMember("args");
       }
     }
     if (ps.ancestor == kAncestorTrainer || (launcher_as_node && ps.name == kNode)) {
@@ -610,8 +642,15 @@ Result<Built> build(const json::Value& trainjob, const json::Value& runtime, con
   if (auto s = mpi(c, input); !s) return fail(s.error());
   jax(c);
   xgboost(c);
+  if (auto s = flux(c); !s) return fail(s.error());
+  trainjob_status(c, input);
   if (auto s = pod_groups(c, input); !s) return fail(s.error());
   jobset_builder(c);
+  if (input.status_server != nullptr) {
+    auto cm = status_tls_config_map(c.ns, c.name, input.status_tls_secret, input.status_tls_secret_error);
+    if (!cm) return fail(cm.error());
+    c.objects.push_back(std::move(*cm));
+  }
 
   Built out;
   // The JobSet is never updated while both it and the TrainJob run.
@@ -627,7 +666,7 @@ Result<Built> build(const json::Value& trainjob, const json::Value& runtime, con
     js.root().AddMember("spec", json::clone(c.info.jobset_spec.root(), a), a);
     out.jobset = std::move(js);
   }
-  // JobSet first, then the builders' objects (MPI, then the pod groups).
+  // JobSet first, then the builders' objects (MPI, Flux, the pod groups, TrainJobStatus).
   out.objects = std::move(c.objects);
   return out;
 }

@@ -3,7 +3,8 @@
 // Pure functions over JSON: the caller hands in the TrainJob (CRD-defaulted), the runtime object
 // it resolved (runtime.h) and what it observed, and gets the objects to write back. The plugin
 // order upstream leaves to a Go map is fixed here: PlainML, Torch, MPI, JAX, XGBoost (ML
-// policies), then CoScheduling, Volcano (pod groups), then the JobSet builder.
+// policies), Flux, TrainJobStatus, then CoScheduling, Volcano (pod groups), then the JobSet
+// builder; the objects come as MPI's, Flux's, the PodGroups, TrainJobStatus's ConfigMap.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "core/base/result.h"
 #include "core/json/json.h"
+#include "frameworks/trainer/trainjob_status.h"
 
 namespace unitrain::frameworks::trainer {
 
@@ -64,6 +66,11 @@ struct BuildInput {
     std::string authorized_key;
   };
   Result<SshKeys> (*generate_ssh_keys)() = nullptr;
+  // The TrainJobStatus gate: set when it is on. The webhook certificate Secret as read: null when
+  // the read failed, `status_tls_secret_error` then says why.
+  const StatusServerConfig* status_server = nullptr;
+  const json::Value* status_tls_secret = nullptr;
+  std::string status_tls_secret_error{};
 };
 
 // torchtune (trainer.command ["tune", "run"]): the model a runtime name such as

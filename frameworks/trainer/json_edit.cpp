@@ -6,6 +6,18 @@ namespace unitrain::frameworks::trainer {
 
 namespace jm = framework::json_members;
 
+json::Document new_object(std::string_view api_version, std::string_view kind, std::string_view ns, std::string_view name) {
+  json::Document d = json::Document::object();
+  auto& a = d.alloc();
+  d.root().AddMember("apiVersion", json::str(api_version, a), a);
+  d.root().AddMember("kind", json::str(kind, a), a);
+  json::Value meta(rapidjson::kObjectType);
+  meta.AddMember("name", json::str(name, a), a);
+  meta.AddMember("namespace", json::str(ns, a), a);
+  d.root().AddMember("metadata", std::move(meta), a);
+  return d;
+}
+
 void upsert_by(json::Value& list, std::string_view key, json::Value item, json::Allocator& a) {
   if (!list.IsArray()) list.SetArray();
   const json::Value* wanted = jm::member(&item, key);

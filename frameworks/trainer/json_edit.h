@@ -17,6 +17,9 @@ json::Value env_field_ref(std::string_view name, std::string_view path, json::Al
 // Upserts every entry of `env` (an EnvVar list, possibly null) into the container's env.
 void upsert_env(json::Value& container, const json::Value* env, json::Allocator& a);
 
+// {"apiVersion", "kind", "metadata": {"name", "namespace"}}: an object the builder writes.
+json::Document new_object(std::string_view api_version, std::string_view kind, std::string_view ns, std::string_view name);
+
 // rJob.template.spec.template (the pod template), created when missing.
 json::Value& pod_template(json::Value& rjob, json::Allocator& a);
 // The first container named `name` in the rJob's pod spec `list` ("containers",

@@ -121,6 +121,18 @@ Result<std::optional<json::Document>> resolve_runtime(const json::Value& trainjo
   return std::optional<json::Document>();
 }
 
+// The webhook certificate Secret the TrainJobStatus plugin copies the CA from, as this round
+// read it; nullptr with `plan.fetch` extended when it must be read first.
+const framework::FetchedObject* fetched_tls_secret(const StatusServerConfig& config, const framework::Observed& observed,
+                                                   framework::WorkloadPlan& plan) {
+  const framework::ObjectFetch want{kSecrets, config.operator_namespace, config.certificate_secret};
+  for (const auto& f : observed.fetched) {
+    if (f.ref.resource == want.resource && f.ref.name == want.name && f.ref.namespace_name == want.namespace_name) return &f;
+  }
+  plan.fetch.push_back(want);
+  return nullptr;
+}
+
 }  // namespace
 
 std::string resources_failed_message(std::string_view error) {
@@ -130,7 +142,7 @@ std::string resources_failed_message(std::string_view error) {
 }
 
 framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Observed& observed, api::TimePoint now,
-                             Result<BuildInput::SshKeys> (*generate_ssh_keys)()) {
+                             Result<BuildInput::SshKeys> (*generate_ssh_keys)(), const StatusServerConfig* status_server) {
   framework::WorkloadPlan out;
   // Another manager's TrainJob (MultiKueue) gets no objects and no status.
   const std::string managed_by = string_at(trainjob, "/spec/managedBy");
@@ -155,10 +167,11 @@ framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Obser
   if (!finished(trainjob)) {
     std::string error;
     auto runtime = resolve_runtime(trainjob, observed, ref, out);
-    if (!runtime) {
+    const framework::FetchedObject* tls_secret = status_server ? fetched_tls_secret(*status_server, observed, out) : nullptr;
+    if (!out.fetch.empty()) {
+      return out;  // read the runtime (and the certificate Secret) first
+    } else if (!runtime) {
       error = runtime.error().message;
-    } else if (!*runtime) {
-      return out;  // read the runtime first
     } else {
       const json::Value& rt = (*runtime)->root();
       // The rules upstream's admission webhook checks against the runtime, checked here on the
@@ -175,6 +188,9 @@ framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Obser
         input.pod_group_exists = owned_named(observed, kCoschedulingPodGroups, api::name_of(trainjob)) != nullptr ||
                                  owned_named(observed, kVolcanoPodGroups, api::name_of(trainjob)) != nullptr;
         input.generate_ssh_keys = generate_ssh_keys;
+        input.status_server = status_server;
+        if (tls_secret != nullptr && tls_secret->object) input.status_tls_secret = &tls_secret->object->root();
+        if (tls_secret != nullptr) input.status_tls_secret_error = tls_secret->error;
         auto built = build(trainjob, rt, input);
         if (!built) {
           error = built.error().message;

@@ -23,8 +23,11 @@ inline const kube::GroupVersionResource kClusterTrainingRuntimes{"trainer.kubefl
 
 // `observed.owned` holds the TrainJob's JobSet, ConfigMaps, Secrets (and PodGroups when their
 // kinds are watched); `observed.fetched` the runtime once the plan asked for it.
+// `status_server` is set when the TrainJobStatus gate is on: each pass of an unfinished TrainJob
+// then reads the webhook certificate Secret (with the runtime, in the same round).
 framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Observed& observed, api::TimePoint now,
-                             Result<BuildInput::SshKeys> (*generate_ssh_keys)());
+                             Result<BuildInput::SshKeys> (*generate_ssh_keys)(),
+                             const StatusServerConfig* status_server = nullptr);
 
 // The Warning event upstream records when building or applying fails: the message cut at 950
 // characters, " ..." appended when cut.

@@ -12,6 +12,8 @@
 #include "frameworks/trainer/names.h"
 #include "frameworks/trainer/plan.h"
 #include "frameworks/trainer/register.h"
+#include "frameworks/trainer/status_server.h"
+#include "frameworks/trainer/trainer_options.h"
 #include "frameworks/trainer/validation.h"
 
 namespace unitrain::frameworks::trainer {
@@ -30,11 +32,18 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin,
                              public framework::PipelineDepartures,
                              public framework::CompanionValidator {
  public:
-  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config)
-      : WorkloadModulePlugin(std::move(descriptor), config) {}
+  TrainJobPlugin(framework::FrameworkDescriptor descriptor, const framework::PluginConfig& config,
+                 std::optional<StatusServerConfig> status_server = std::nullopt)
+      : WorkloadModulePlugin(std::move(descriptor), config),
+        status_server_(std::move(status_server)),
+        endpoint_(static_cast<uint16_t>(status_server_ ? status_server_->port : 0)) {}
 
+  // The status server is served only with the TrainJobStatus gate on.
   framework::Capabilities capabilities() const override {
-    return {.departures = this, .workloads = this, .companions = this};
+    return {.departures = this,
+            .workloads = this,
+            .companions = this,
+            .endpoint = status_server_ ? &endpoint_ : nullptr};
   }
 
   // The CRD's defaults, for a TrainJob that reached us without them.
@@ -66,7 +75,7 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin,
 
   framework::WorkloadPlan plan_at(const json::Value& job, const framework::Observed& observed,
                                   api::TimePoint now) const override {
-    return trainer::plan(job, observed, now, &fresh_ssh_keys);
+    return trainer::plan(job, observed, now, &fresh_ssh_keys, status_server_ ? &*status_server_ : nullptr);
   }
 
   // Upstream's TrainJob controller records no events about the objects it applies.
@@ -83,6 +92,8 @@ class TrainJobPlugin final : public framework::WorkloadModulePlugin,
   bool reconciles_on_any_child() const override { return true; }
 
  private:
+  std::optional<StatusServerConfig> status_server_;  // the TrainJobStatus gate on
+  StatusServer endpoint_;
 };
 
 framework::FrameworkDescriptor make_descriptor() {
@@ -108,7 +119,13 @@ framework::FrameworkDescriptor make_descriptor() {
 }  // namespace
 
 Status register_trainer(framework::Registry& registry) {
-  auto r = framework::registration_of<TrainJobPlugin>(make_descriptor());
+  auto r = framework::registration_of<TrainJobPlugin>(make_descriptor(), trainer_options());
+  // A bad --feature-gates or --status-server-port stops the start with the flag's message.
+  r.factory = [descriptor = r.descriptor](const framework::PluginConfig& config) -> Result<std::unique_ptr<framework::FrameworkPlugin>> {
+    auto status_server = status_server_config(config);
+    if (!status_server) return fail(status_server.error());
+    return std::unique_ptr<framework::FrameworkPlugin>(std::make_unique<TrainJobPlugin>(descriptor, config, std::move(*status_server)));
+  };
   r.permissions = {
       {{"jobset.x-k8s.io"}, {"jobsets"}, {"get", "list", "watch", "create", "update", "delete"}, "TrainJob: its JobSet."},
       {{""}, {"configmaps", "secrets"}, {"get", "list", "watch", "create", "update"},
@@ -116,7 +133,9 @@ Status register_trainer(framework::Registry& registry) {
       {{"trainer.kubeflow.org"}, {"trainingruntimes", "clustertrainingruntimes"}, {"get", "list", "watch", "patch"},
        "TrainJob: the runtime it names; Trainer v2.0-v2.2's finalizer taken off runtimes."},
       {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "list", "watch", "create", "update"},
-       "TrainJob: the PodGroup of a runtime's podGroupPolicy, applied again while the TrainJob is suspended."}};
+       "TrainJob: the PodGroup of a runtime's podGroupPolicy, applied again while the TrainJob is suspended."},
+      {{"authentication.k8s.io"}, {"tokenreviews"}, {"create"},
+       "TrainJob status server (--feature-gates TrainJobStatus=true): checks the trainer pods' tokens."}};
   r.webhooks.validate = {"CREATE", "UPDATE"};
   // Trainer's validators return plain errors: controller-runtime denies them with 403 Forbidden.
   r.webhooks.denials_forbidden = true;

@@ -1,6 +1,8 @@
 // Shared by the trainer's unit tests: the shipped runtimes and JSON lookups.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -37,6 +39,14 @@ inline const json::Value& named(const json::Value& list, std::string_view name) 
 inline Status set_yaml(json::Document& doc, std::string_view pointer, std::string_view text) {
   json::Document v = yaml(text);
   return json::set(doc, pointer, json::clone(v.root(), doc.alloc()));
+}
+
+// CHECKs that `actual` equals the YAML `expected_yaml`, printing both when not.
+inline bool same_as_yaml(const json::Value& actual, std::string_view expected_yaml) {
+  json::Document expected = yaml(expected_yaml);
+  INFO("actual:   " << json::dump(actual) << "\nexpected: " << expected.dump());
+  CHECK(json::equal(actual, expected.root()));
+  return json::equal(actual, expected.root());
 }
 
 inline std::string dumped(const json::Value& v) { return json::dump(v); }
