@@ -51,6 +51,16 @@ const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customreso
 const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
 const kube::GroupVersionResource kMpiJobsV2{"kubeflow.org", "v2beta1", "mpijobs"};
 
+// The resource a CRD serves, at its storage version (what the wait for it being served lists).
+kube::GroupVersionResource storage_resource(const json::Value& crd) {
+  kube::GroupVersionResource r{std::string(json::get_string(crd, "/spec/group").value_or("")), "",
+                               std::string(json::get_string(crd, "/spec/names/plural").value_or(""))};
+  if (const json::Value* versions = json::find(crd, "/spec/versions"); versions && versions->IsArray())
+    for (const auto& v : versions->GetArray())
+      if (json::get_bool(v, "/storage").value_or(false)) r.version = json::get_string(v, "/name").value_or("");
+  return r;
+}
+
 // A program name as execvp would find it on PATH.
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -326,12 +336,23 @@ class Rig {
 
  private:
   bool install_crds() {
-    std::vector<std::string> plurals;
-    for (const char* file : {"kubeflow.org_pytorchjobs.yaml", "kubeflow.org_tfjobs.yaml", "kubeflow.org_mxjobs.yaml",
-                             "kubeflow.org_xgboostjobs.yaml", "kubeflow.org_paddlejobs.yaml", "kubeflow.org_mpijobs.yaml"}) {
-      auto docs = json::parse_yaml(read_text(o_.source + "/manifests/crds/" + file));
+    // Every kind `--enable-scheme '*'` serves: the generated kustomization lists them all, so a
+    // module added later is installed without touching the benchmark.
+    const std::string crds_dir = o_.source + "/manifests/crds/";
+    auto kustomization = json::parse_yaml(read_text(crds_dir + "kustomization.yaml"));
+    const json::Value* resources =
+        kustomization && !kustomization->empty() ? json::find((*kustomization)[0].root(), "/resources") : nullptr;
+    if (!resources || !resources->IsArray()) {
+      std::cerr << "cannot read the resources of " << crds_dir << "kustomization.yaml\n";
+      return false;
+    }
+    std::vector<kube::GroupVersionResource> served;
+    for (const auto& resource : resources->GetArray()) {
+      if (!resource.IsString()) continue;
+      const std::string file = resource.GetString();
+      auto docs = json::parse_yaml(read_text(crds_dir + file));
       if (!docs || docs->empty()) {
-        std::cerr << "cannot read " << o_.source << "/manifests/crds/" << file << "\n";
+        std::cerr << "cannot read " << crds_dir << file << "\n";
         return false;
       }
       for (auto& crd : *docs) {
@@ -343,12 +364,12 @@ class Rig {
           (void)json::set_string(crd, "/spec/conversion/strategy", "None");
         }
         if (!client_->create(kCrds, "", crd.root())) return false;
-        plurals.push_back(std::string(json::get_string(crd.root(), "/spec/names/plural").value_or("")));
+        served.push_back(storage_resource(crd.root()));
       }
     }
     return wait_until([&] {
-      for (const auto& p : plurals)
-        if (!client_->list({"kubeflow.org", p == "mpijobs" ? "v2beta1" : "v1", p}, "default", {})) return false;
+      for (const auto& resource : served)
+        if (!client_->list(resource, "", {})) return false;  // all namespaces, or cluster-scoped
       return true;
     }, std::chrono::seconds(30), std::chrono::milliseconds(100));
   }
