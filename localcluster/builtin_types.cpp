@@ -21,7 +21,7 @@ const proto::Field* field_named(const proto::Message& m, std::string_view json_n
   return nullptr;
 }
 
-std::string join_path(const std::string& path, std::string_view key) {
+std::string dotted_path(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
 
@@ -34,12 +34,12 @@ void collect_unknown(const Value& v, const proto::Message& m, const std::string&
     if (m.type_meta && (key == "apiVersion" || key == "kind")) continue;
     const proto::Field* f = field_named(m, key);
     if (f == nullptr) {
-      out.push_back(join_path(path, key));
+      out.push_back(dotted_path(path, key));
       continue;
     }
     if (f->type != FieldType::Message) continue;
     const proto::Message& sub = message_of(*f);
-    const std::string here = join_path(path, key);
+    const std::string here = dotted_path(path, key);
     switch (f->cardinality) {
       case Cardinality::Single: collect_unknown(it->value, sub, here, out); break;
       case Cardinality::Repeated:
@@ -52,7 +52,7 @@ void collect_unknown(const Value& v, const proto::Message& m, const std::string&
       case Cardinality::Map:
         if (it->value.IsObject()) {
           for (auto e = it->value.MemberBegin(); e != it->value.MemberEnd(); ++e) {
-            collect_unknown(e->value, sub, join_path(here, json::view(e->name)), out);
+            collect_unknown(e->value, sub, dotted_path(here, json::view(e->name)), out);
           }
         }
         break;
@@ -231,6 +231,28 @@ std::vector<std::string> undeclared_message_fields(const json::Value& value, con
   std::vector<std::string> out;
   collect_unknown(value, m, std::string(path), out);
   return out;
+}
+
+std::optional<std::string> builtin_merge_key(const proto::Message& kind, std::string_view list_path) {
+  auto tokens = json::split_pointer(list_path);
+  if (!tokens || tokens->empty()) return std::nullopt;
+  const proto::Message* m = &kind;
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    if (json_form(*m) != JsonForm::Object) return std::nullopt;
+    const proto::Field* f = field_named(*m, (*tokens)[i]);
+    if (f == nullptr) return std::nullopt;
+    if (i + 1 == tokens->size()) {
+      if (f->cardinality != Cardinality::Repeated || f->patch_strategy.find("merge") == std::string_view::npos) {
+        return std::nullopt;
+      }
+      return std::string(f->patch_merge_key);
+    }
+    if (f->type != FieldType::Message) return std::nullopt;
+    // An element of a list or the value of a map entry: its index ("*") or key is the next token.
+    if (f->cardinality != Cardinality::Single) ++i;
+    m = &message_of(*f);
+  }
+  return std::nullopt;
 }
 
 std::string openapi_definition_name(const proto::Message& m) {

@@ -3,6 +3,7 @@
 // kinds (openapi.h) and the fields a body of a built-in kind does not declare (fieldValidation).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,14 @@ JsonForm json_form(const proto::Message& m);
 // other checks.
 std::vector<std::string> undeclared_message_fields(const json::Value& value, const proto::Message& m,
                                                    std::string_view path = {});
+
+// The strategic-merge-patch merge key of the list at `list_path` of a `kind` object (a JSON
+// Pointer, array indices as "*": "/spec/template/spec/containers/*/env"), from the Go tags the
+// tables carry: the patchMergeKey of a list whose patchStrategy merges ("" for a primitive list
+// merged as a set, metadata.finalizers), nullopt for a list that a patch replaces whole
+// (tolerations) or a path the kind does not have. The lookup json::apply_strategic_merge_patch
+// takes, one source with the OpenAPI documents' x-kubernetes-patch-merge-key.
+std::optional<std::string> builtin_merge_key(const proto::Message& kind, std::string_view list_path);
 
 enum class OpenApiVersion { V2, V3 };
 

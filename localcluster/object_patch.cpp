@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "core/json/strategic_merge.h"
+#include "localcluster/builtin_types.h"
+
 namespace unitrain::localcluster {
 
 StoreResult<json::Document> decode_patch(PatchKind kind, std::string_view body, bool custom_resource) {
@@ -43,7 +46,13 @@ StoreResult<void> apply_patch(const ResourceInfo& r, std::string_view name, Patc
         json::apply_merge_patch(target, patch);
         return {};
       }
-      auto st = json::apply_strategic_merge_patch(target, patch, &json::kubernetes_merge_key);
+      // Built-in kinds merge lists by their Go tags (the protobuf tables); a kind outside them by
+      // the well-known keys.
+      const proto::Message* kind = builtin_message(json::get_string(target.root(), "/apiVersion").value_or(""),
+                                                   json::get_string(target.root(), "/kind").value_or(""));
+      json::MergeKeyFunction merge_key = &json::kubernetes_merge_key;
+      if (kind != nullptr) merge_key = [kind](std::string_view list_path) { return builtin_merge_key(*kind, list_path); };
+      auto st = json::apply_strategic_merge_patch(target, patch, merge_key);
       if (!st) return fail(errors::bad_request(st.error().message));
       return {};
     }

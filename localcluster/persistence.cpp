@@ -113,7 +113,7 @@ Status write_private_file(const std::string& path, std::string_view data) {
   return st;
 }
 
-PersistentLog::PersistentLog(std::string dir, uint64_t compact_bytes)
+PersistentLog::PersistentLog(PassKey<PersistentLog>, std::string dir, uint64_t compact_bytes)
     : dir_(std::move(dir)), compact_bytes_(compact_bytes) {}
 
 PersistentLog::~PersistentLog() {
@@ -133,7 +133,7 @@ Status PersistentLog::open_log() {
 Result<std::unique_ptr<PersistentLog>> PersistentLog::open(const std::string& dir, uint64_t compact_bytes,
                                                            PersistedState& state) {
   if (auto st = make_private_dir(dir); !st) return fail(st.error());
-  std::unique_ptr<PersistentLog> log(new PersistentLog(dir, compact_bytes));
+  auto log = std::make_unique<PersistentLog>(PassKey<PersistentLog>{}, dir, compact_bytes);
 
   // Snapshot: first line {"rv":N}, then one {"res","key","obj"} per object. It is only ever
   // replaced by rename, so it is complete or absent.

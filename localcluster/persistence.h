@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 
 namespace unitrain::localcluster {
@@ -54,8 +55,10 @@ class PersistentLog {
 
   uint64_t log_bytes() const { return log_bytes_; }
 
+  // Only open() can make the key; public so std::make_unique can call it.
+  PersistentLog(PassKey<PersistentLog>, std::string dir, uint64_t compact_bytes);
+
  private:
-  PersistentLog(std::string dir, uint64_t compact_bytes);
   Status append(const std::string& line);
   Status open_log();
 

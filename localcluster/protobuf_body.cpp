@@ -251,7 +251,14 @@ Status decode_map_entry(const proto::Message& m, const proto::Field& f, std::str
   return {};
 }
 
-bool is_zero_scalar(const json::Value& v) { return v.IsString() && v.GetStringLength() == 0; }
+// The zero value of a scalar: "", 0, false.
+bool is_zero_scalar(const json::Value& v) {
+  if (v.IsString()) return v.GetStringLength() == 0;
+  if (v.IsBool()) return !v.GetBool();
+  if (v.IsInt64()) return v.GetInt64() == 0;
+  if (v.IsDouble()) return v.GetDouble() == 0;
+  return false;
+}
 
 Status decode_into(const proto::Message& m, std::string_view bytes, json::Value& out, json::Allocator& a, int depth) {
   if (depth > 64) return fail("protobuf: " + std::string(m.name) + ": nested too deeply");
@@ -322,8 +329,10 @@ Status decode_into(const proto::Message& m, std::string_view bytes, json::Value&
     json::Value value;
     bool present = false;
     if (auto s = decode_value(m, *f, w, value, present, a, depth); !s) return s;
-    // Go leaves unset strings and times out of JSON (omitempty); the last occurrence wins.
-    if (!present || is_zero_scalar(value)) {
+    // Go's JSON leaves unset times and the zero value of an omitempty non-pointer scalar out, and
+    // keeps the zero value of any other scalar; a message (IntOrString, Quantity) is never empty
+    // to encoding/json. The last occurrence wins.
+    if (!present || (f->type != FieldType::Message && f->omit_empty && is_zero_scalar(value))) {
       if (slot != out.MemberEnd()) out.RemoveMember(slot);
       continue;
     }

@@ -24,6 +24,10 @@ struct Field {
   bool inline_fields;  // json:",inline": the message's fields belong to the parent JSON object
   std::string_view patch_strategy;   // Go tag patchStrategy: "merge", "retainKeys", "merge,retainKeys" or ""
   std::string_view patch_merge_key;  // Go tag patchMergeKey: "name", "containerPort", ... or ""
+  // json:",omitempty" on a non-pointer Go field: Go's marshaller writes its zero value ("", 0,
+  // false) to protobuf and encoding/json leaves it out. Without omitempty JSON keeps the zero
+  // value; a pointer field is on the wire only when set, zero or not.
+  bool omit_empty;
 };
 
 struct Message {

@@ -6,7 +6,6 @@ add_library(unitrain_localcluster STATIC
   ${CMAKE_CURRENT_LIST_DIR}/admission.cpp
   ${CMAKE_CURRENT_LIST_DIR}/api_front.cpp
   ${CMAKE_CURRENT_LIST_DIR}/body_validation.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/builtin_types.cpp
   ${CMAKE_CURRENT_LIST_DIR}/content_negotiation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conversion.cpp
   ${CMAKE_CURRENT_LIST_DIR}/discovery.cpp
@@ -18,7 +17,6 @@ add_library(unitrain_localcluster STATIC
   ${CMAKE_CURRENT_LIST_DIR}/openapi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pod_logs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/protobuf_body.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/protobuf_tables.cpp
   ${CMAKE_CURRENT_LIST_DIR}/protobuf_wire.cpp
   ${CMAKE_CURRENT_LIST_DIR}/request_options.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resource_handler.cpp
@@ -33,8 +31,6 @@ target_link_libraries(unitrain_localcluster PUBLIC unitrain_localcluster_store P
 # The Beast-heavy server compiles on its own even in a unity build: in a batch it would be the
 # build's single longest compile and share little with its neighbours.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/server.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
-# The generated protobuf tables are one large translation unit of constants: alone too.
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/protobuf_tables.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 # The other, Beast-free files are small and share their headers: one batch.
 set_target_properties(unitrain_localcluster PROPERTIES UNITY_BUILD_BATCH_SIZE 32)
 # clang 14 cannot emit this file's coroutines with the fuzz build's instrumentation ("Cannot

@@ -601,7 +601,7 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ApiServer::ApiServer(PassKey<ApiServer>, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ApiServer::~ApiServer() { stop(); }
 
@@ -662,7 +662,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(Store& store, ServerOptions 
     });
   }
   spdlog::info("localcluster: serving on {}://{}:{}", raw->scheme(), host, raw->bound_port);
-  return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
+  return std::make_unique<ApiServer>(PassKey<ApiServer>{}, std::move(impl));
 }
 
 void ApiServer::stop() {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "localcluster/container_log.h"
 #include "localcluster/faults.h"
@@ -70,7 +71,12 @@ class ApiServer {
 
  private:
   struct Impl;
-  explicit ApiServer(std::unique_ptr<Impl> impl);
+
+ public:
+  // Only start() can make the key; public so std::make_unique can call it.
+  ApiServer(PassKey<ApiServer>, std::unique_ptr<Impl> impl);
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

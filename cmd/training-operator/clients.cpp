@@ -42,7 +42,7 @@ Result<std::unique_ptr<ApiClients>> ApiClients::create(ApiClientOptions o) {
   events_rest.burst = o.events_burst;
   auto events = kube::RestClient::create(events_rest, events_options);
   if (!events) return fail(fmt::format("API client for {}: {}", rest.server_url(), events.error().message));
-  return std::unique_ptr<ApiClients>(new ApiClients(std::move(*main), std::move(*election), std::move(*events)));
+  return std::make_unique<ApiClients>(PassKey<ApiClients>{}, std::move(*main), std::move(*election), std::move(*events));
 }
 
 }  // namespace unitrain::operator_cmd

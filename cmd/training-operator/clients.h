@@ -11,6 +11,7 @@
 #include <stop_token>
 #include <vector>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/kube/config.h"
 #include "core/kube/rest_client.h"
@@ -38,10 +39,12 @@ class ApiClients {
   kube::Client& election() { return *election_; }
   kube::Client& events() { return *events_; }
 
- private:
-  ApiClients(std::unique_ptr<kube::RestClient> main, std::unique_ptr<kube::RestClient> election,
+  // Only create() can make the key; public so std::make_unique can call it.
+  ApiClients(PassKey<ApiClients>, std::unique_ptr<kube::RestClient> main, std::unique_ptr<kube::RestClient> election,
              std::unique_ptr<kube::RestClient> events)
       : main_(std::move(main)), election_(std::move(election)), events_(std::move(events)) {}
+
+ private:
 
   std::unique_ptr<kube::RestClient> main_;
   std::unique_ptr<kube::RestClient> election_;

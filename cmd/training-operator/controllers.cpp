@@ -59,7 +59,7 @@ std::string crd_file_name(const framework::FrameworkDescriptor& d, std::string_v
 Result<std::unique_ptr<Controllers>> Controllers::create(const framework::Registry& registry, const Flags& flags,
                                                          kube::Client& client, kube::Client& events_client,
                                                          kube::Clock& clock, kube::FaultLog& faults) {
-  std::unique_ptr<Controllers> out(new Controllers());
+  auto out = std::make_unique<Controllers>(PassKey<Controllers>{});
   std::shared_ptr<const gang::Backend> gang = gang::make_backend(flags.gang_scheduler_name);
   if (gang) faults.require(gang->resource(), pod_group_requirement(*gang, flags));
   std::vector<const framework::FrameworkDescriptor*> modules;

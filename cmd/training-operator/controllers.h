@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cmd/training-operator/flags.h"
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/controller/child_caches.h"
 #include "core/controller/finalizer_release.h"
@@ -62,8 +63,10 @@ class Controllers {
   // The plugins for the webhook server: valid as long as this object lives.
   std::vector<const framework::FrameworkPlugin*> plugins() const;
 
+  // Only create() can make the key; public so std::make_unique can call it.
+  explicit Controllers(PassKey<Controllers>) {}
+
  private:
-  Controllers() = default;
   std::unique_ptr<kube::Client> caches_client_;      // the shared client, reporting as kCachesSource
   std::unique_ptr<controller::SharedCaches> caches_;  // outlives the controllers attached to it
   std::vector<Framework> frameworks_;

@@ -174,7 +174,7 @@ Result<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::launch(const Flags& f)
   *self = cluster.get();
   if (auto s = cluster->start(); !s) return fail("--embedded-cluster: " + s.error().message);
   spdlog::info("embedded cluster serving at {}", cluster->url());
-  return std::unique_ptr<EmbeddedCluster>(new EmbeddedCluster(std::move(cluster)));
+  return std::make_unique<EmbeddedCluster>(PassKey<EmbeddedCluster>{}, std::move(cluster));
 }
 
 Result<kube::RestConfig> EmbeddedCluster::rest_config() const {

@@ -11,6 +11,7 @@
 
 #include "cmd/training-operator/flags.h"
 #include "cmd/training-operator/webhooks.h"
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/framework/registry.h"
 #include "core/kube/client.h"
@@ -36,8 +37,11 @@ class EmbeddedCluster final : public manager::Runnable {
   std::unique_ptr<manager::Runnable> setup(kube::Client& client, const framework::Registry& registry, const Flags& flags,
                                            const OperatorWebhooks* webhooks) const;
 
+  // Only launch() can make the key; public so std::make_unique can call it.
+  EmbeddedCluster(PassKey<EmbeddedCluster>, std::unique_ptr<localcluster::LocalCluster> cluster)
+      : cluster_(std::move(cluster)) {}
+
  private:
-  explicit EmbeddedCluster(std::unique_ptr<localcluster::LocalCluster> cluster) : cluster_(std::move(cluster)) {}
   std::unique_ptr<localcluster::LocalCluster> cluster_;
 };
 

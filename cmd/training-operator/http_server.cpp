@@ -128,7 +128,7 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::HttpServer(PassKey<HttpServer>, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 namespace {
 
@@ -160,7 +160,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& host, u
   Impl* raw = impl->get();
   raw->accept();
   raw->thread = std::thread([raw] { raw->io.run(); });
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(*impl)));
+  return std::make_unique<HttpServer>(PassKey<HttpServer>{}, std::move(*impl));
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start_tls(const std::string& host, uint16_t port,
@@ -171,7 +171,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start_tls(const std::string& hos
   raw->tls = true;
   raw->accept();
   raw->thread = std::thread([raw] { raw->io.run(); });
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(*impl)));
+  return std::make_unique<HttpServer>(PassKey<HttpServer>{}, std::move(*impl));
 }
 
 Status HttpServer::set_certificate(const std::string& cert_pem, const std::string& key_pem) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 
 namespace unitrain::operator_cmd {
@@ -51,9 +52,10 @@ class HttpServer {
   void stop();
 
   struct Impl;
+  // Only start() and start_tls() can make the key; public so std::make_unique can call it.
+  HttpServer(PassKey<HttpServer>, std::unique_ptr<Impl> impl);
 
  private:
-  explicit HttpServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -148,7 +148,8 @@ struct CrdFiles {
   std::vector<std::string> installed;    // what the kustomization lists, in module order
 };
 
-// Each module's CRDs as manifests/crds holds them. A kind several modules serve (one version each)
+// Each module's CRDs as manifests/crds holds them: copies of the files in the modules' folders,
+// compiled into the registrations. A kind several modules serve (one version each)
 // gets one file per version, named with it, and one file serving every version, which merges
 // them (conversion, storage version) and is written by hand: only its name is listed here.
 Result<CrdFiles> crd_files(const framework::Registry& registry, const std::vector<const framework::Registration*>& modules) {
@@ -188,7 +189,9 @@ std::string crd_kustomization_yaml(const std::vector<std::string>& installed) {
   out += "# The CustomResourceDefinition of every job kind: `kubectl apply --server-side -k manifests/crds`.\n"
          "# A kind several modules serve (one per version) has one CRD serving every version,\n"
          "# <group>_<plural>.yaml, and one file per version, <group>_<plural>_<version>.yaml, for an install\n"
-         "# that runs only that module (the components that trim the CRD produce the same document).\n";
+         "# that runs only that module (the components that trim the CRD produce the same document).\n"
+         "# Every file but that one serving every version is a copy of a module's CRD, which lives in the\n"
+         "# module's folder (frameworks/<name>/, compiled into the module): edit it there.\n";
   out += "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n";
   for (const auto& f : installed) out += "  - " + f + "\n";
   return out;

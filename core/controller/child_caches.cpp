@@ -207,8 +207,8 @@ std::unique_ptr<ChildCaches> SharedCaches::attach(const framework::FrameworkDesc
     if (owned_.count(resource.group_resource())) owned.push_back(resource.group_resource());
   auto labels = child_labels(descriptor);
   if (!labels) spdlog::error("{} (the module's objects are watched unfiltered)", labels.error().message);
-  return std::unique_ptr<ChildCaches>(
-      new ChildCaches(*this, *jobs_.at(job_key(descriptor.resource())), std::move(owned), labels ? std::move(*labels) : api::Labels{}));
+  return std::make_unique<ChildCaches>(PassKey<SharedCaches>{}, *this, *jobs_.at(job_key(descriptor.resource())),
+                                       std::move(owned), labels ? std::move(*labels) : api::Labels{});
 }
 
 void SharedCaches::start() {

@@ -24,6 +24,7 @@
 
 #include "core/api/labels.h"
 #include "core/api/meta.h"
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/framework/descriptor.h"
 #include "core/framework/plugin.h"
@@ -165,10 +166,12 @@ class ChildCaches {
   // The informers this controller reads have all listed once.
   bool wait_for_sync(std::chrono::steady_clock::time_point deadline) const;
 
- private:
-  friend class SharedCaches;
-  ChildCaches(const SharedCaches& caches, kube::Informer& jobs, std::vector<std::string> owned, api::Labels labels)
+  // Only SharedCaches::attach() can make the key; public so std::make_unique can call it.
+  ChildCaches(PassKey<SharedCaches>, const SharedCaches& caches, kube::Informer& jobs, std::vector<std::string> owned,
+              api::Labels labels)
       : caches_(caches), jobs_(&jobs), owned_(std::move(owned)), labels_(std::move(labels)) {}
+
+ private:
   const SharedCaches& caches_;
   kube::Informer* jobs_;
   std::vector<std::string> owned_;  // "resource.group" of the kinds this module owns

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "core/json/json.h"
+#include "core/json/strategic_merge.h"
 
 namespace unitrain::json {
 
@@ -36,7 +36,7 @@ enum class Outcome { keep, remove };
 
 class Merger {
  public:
-  Merger(Allocator& alloc, MergeKeyLookup lookup) : alloc_(alloc), lookup_(lookup) {}
+  Merger(Allocator& alloc, const MergeKeyFunction& lookup) : alloc_(alloc), lookup_(lookup) {}
 
   // Merges `patch` (an object) into `original`. `path` is the JSON Pointer of `original` with
   // array indices written as "*".
@@ -302,12 +302,16 @@ class Merger {
   }
 
   Allocator& alloc_;
-  MergeKeyLookup lookup_;
+  const MergeKeyFunction& lookup_;
 };
 
 }  // namespace
 
 Status apply_strategic_merge_patch(Document& target, const Value& patch, MergeKeyLookup merge_key_for) {
+  return apply_strategic_merge_patch(target, patch, merge_key_for ? MergeKeyFunction(merge_key_for) : MergeKeyFunction());
+}
+
+Status apply_strategic_merge_patch(Document& target, const Value& patch, const MergeKeyFunction& merge_key_for) {
   if (!patch.IsObject()) return fail("strategic merge patch: must be a JSON object");
   // Work on a copy so an invalid directive deep inside leaves `target` untouched.
   Document work = target;

@@ -31,10 +31,10 @@ Result<std::unique_ptr<LeaderElector>> LeaderElector::create(Client& client, Clo
       config.jitter * static_cast<double>(config.retry_period.count())) {
     return fail("leader election: renew_deadline must be greater than jitter * retry_period");
   }
-  return std::unique_ptr<LeaderElector>(new LeaderElector(client, clock, std::move(config)));
+  return std::make_unique<LeaderElector>(PassKey<LeaderElector>{}, client, clock, std::move(config));
 }
 
-LeaderElector::LeaderElector(Client& client, Clock& clock, LeaderElectionConfig config)
+LeaderElector::LeaderElector(PassKey<LeaderElector>, Client& client, Clock& clock, LeaderElectionConfig config)
     : client_(client), clock_(clock), cfg_(std::move(config)) {}
 
 LeaderElector::~LeaderElector() { stop(); }

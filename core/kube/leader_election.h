@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
@@ -68,8 +69,10 @@ class LeaderElector {
   // True once the thread has finished (stopped or lost the lease).
   bool finished() const { return finished_.load(); }
 
+  // Only create() can make the key; public so std::make_unique can call it.
+  LeaderElector(PassKey<LeaderElector>, Client& client, Clock& clock, LeaderElectionConfig config);
+
  private:
-  LeaderElector(Client& client, Clock& clock, LeaderElectionConfig config);
   void run();
   bool try_acquire_or_renew();
   void release();

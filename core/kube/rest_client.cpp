@@ -338,7 +338,7 @@ std::optional<std::chrono::milliseconds> retry_delay(const RetryPolicy& p, std::
 
 // ---- RestClient -----------------------------------------------------------------------------
 
-RestClient::RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t)
+RestClient::RestClient(PassKey<RestClient>, RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t)
     : cfg_(std::move(cfg)), opts_(std::move(opts)), transport_(std::move(t)), limiter_(cfg_.qps, cfg_.burst) {
   if (!opts_.sleep) {
     opts_.sleep = [stop = opts_.stop](std::chrono::milliseconds d) {
@@ -353,7 +353,7 @@ RestClient::RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<T
 Result<std::unique_ptr<RestClient>> RestClient::create(const RestConfig& cfg, RestClientOptions opts) {
   auto t = Transport::create(cfg, opts.transport);
   if (!t) return fail(t.error());
-  return std::unique_ptr<RestClient>(new RestClient(cfg, std::move(opts), std::move(*t)));
+  return std::make_unique<RestClient>(PassKey<RestClient>{}, cfg, std::move(opts), std::move(*t));
 }
 
 bool RestClient::wait_to_retry(std::chrono::milliseconds delay) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/passkey.h"
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/kube/http.h"
@@ -115,8 +116,10 @@ class RestClient final : public Client {
   const RestConfig& config() const { return cfg_; }
   Transport& transport() { return *transport_; }
 
+  // Only create() can make the key; public so std::make_unique can call it.
+  RestClient(PassKey<RestClient>, RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
+
  private:
-  RestClient(RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
   // Limiter + retries; a 2xx response or the decoded failure.
   ApiResult<http::Response> execute(const http::Request& req);
   void report(const http::Request& req, std::chrono::steady_clock::time_point started, int status,

@@ -560,7 +560,7 @@ Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream
   }
 }
 
-Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Transport::Transport(PassKey<Transport>, std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Transport::~Transport() = default;
 
 Result<std::unique_ptr<Transport>> Transport::create(const RestConfig& cfg, TransportOptions opts) {
@@ -593,7 +593,7 @@ Result<std::unique_ptr<Transport>> Transport::create(const RestConfig& cfg, Tran
   } else if (cfg.scheme != "http") {
     return fail(fmt::format("transport: unsupported scheme \"{}\"", cfg.scheme));
   }
-  return std::unique_ptr<Transport>(new Transport(std::move(impl)));
+  return std::make_unique<Transport>(PassKey<Transport>{}, std::move(impl));
 }
 
 Result<http::Response, http::TransportError> Transport::send(const http::Request& req, std::chrono::milliseconds timeout) {

@@ -17,6 +17,7 @@
 #include <stop_token>
 #include <string>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/kube/config.h"
 #include "core/kube/http.h"
@@ -72,7 +73,12 @@ class Transport {
 
  private:
   struct Impl;
-  explicit Transport(std::unique_ptr<Impl> impl);
+
+ public:
+  // Only create() can make the key; public so std::make_unique can call it.
+  Transport(PassKey<Transport>, std::unique_ptr<Impl> impl);
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

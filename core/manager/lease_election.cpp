@@ -16,7 +16,7 @@ Result<std::unique_ptr<LeaseElection>> LeaseElection::create(Manager& manager, k
   };
   auto elector = kube::LeaderElector::create(client, clock, std::move(config));
   if (!elector) return fail(std::move(elector.error()));
-  return std::unique_ptr<LeaseElection>(new LeaseElection(std::move(*elector)));
+  return std::make_unique<LeaseElection>(PassKey<LeaseElection>{}, std::move(*elector));
 }
 
 Status LeaseElection::start(std::stop_token) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <stop_token>
 
+#include "core/base/passkey.h"
 #include "core/base/result.h"
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
@@ -28,8 +29,10 @@ class LeaseElection final : public Runnable {
 
   const kube::LeaderElector& elector() const { return *elector_; }
 
+  // Only create() can make the key; public so std::make_unique can call it.
+  LeaseElection(PassKey<LeaseElection>, std::unique_ptr<kube::LeaderElector> elector) : elector_(std::move(elector)) {}
+
  private:
-  explicit LeaseElection(std::unique_ptr<kube::LeaderElector> elector) : elector_(std::move(elector)) {}
   std::unique_ptr<kube::LeaderElector> elector_;
 };
 

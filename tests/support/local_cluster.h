@@ -1,6 +1,7 @@
 #pragma once
-// What tests against an in-process local cluster share, whichever controllers they run: the
-// writes the API server counted, and the events a controller recorded (recording_sink.h).
+// What tests against an in-process local cluster share, whichever controllers they run: a client
+// configuration for it, CRD installation from a file, the writes the API server counted, and the
+// events a controller recorded (recording_sink.h).
 
 #include <cstdint>
 #include <fstream>
@@ -14,6 +15,10 @@
 
 #include <fmt/format.h>
 
+#include "core/base/result.h"
+#include "core/json/json.h"
+#include "core/kube/client.h"
+#include "core/kube/config.h"
 #include "localcluster/local_cluster.h"
 #include "tests/support/recording_sink.h"
 
@@ -25,6 +30,27 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A client configuration for `cluster`'s plain-HTTP API server, without a client-side rate limit.
+inline kube::RestConfig rest_config_of(const localcluster::LocalCluster& cluster) {
+  kube::RestConfig cfg;
+  cfg.scheme = "http";
+  cfg.host = "127.0.0.1";
+  cfg.port = cluster.port();
+  cfg.qps = -1;
+  return cfg;
+}
+
+// Creates every CustomResourceDefinition of the YAML file `path`; the error names the file.
+inline Status install_crds(kube::Client& client, const std::string& path) {
+  auto docs = json::parse_yaml(read_text(path));
+  if (!docs) return fail(fmt::format("{}: {}", path, docs.error().message));
+  if (docs->empty()) return fail(fmt::format("{}: no document (missing or empty file)", path));
+  for (const auto& d : *docs)
+    if (auto created = client.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()); !created)
+      return fail(fmt::format("{}: {}", path, created.error().message));
+  return {};
 }
 
 // Writes the API server counted, by verb and resource, from its /metrics exposition.

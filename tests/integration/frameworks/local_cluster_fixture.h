@@ -77,12 +77,7 @@ struct LocalClusterFixture {
     lc::controllers::ControllersOptions o;
     o.kubelet_options.restart_backoff = std::chrono::milliseconds(0);  // restarts in place at once
     controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), o);
-    kube::RestConfig cfg;
-    cfg.scheme = "http";
-    cfg.host = "127.0.0.1";
-    cfg.port = cluster.port();
-    cfg.qps = -1;
-    auto rc = kube::RestClient::create(cfg);
+    auto rc = kube::RestClient::create(rest_config_of(cluster));
     REQUIRE(rc);
     client = std::move(*rc);
     for (auto reg : {&frameworks::tensorflow::register_tensorflow, &frameworks::pytorch::register_pytorch,
@@ -92,10 +87,10 @@ struct LocalClusterFixture {
     }
   }
 
+  // `file` under manifests/crds.
   void install_crd(const std::string& file) {
-    auto docs = json::parse_yaml(read_text(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file));
-    REQUIRE(docs);
-    for (const auto& d : *docs) REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
+    auto installed = install_crds(*client, std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file);
+    if (!installed) FAIL(installed.error().message);
   }
 
   std::unique_ptr<c::JobController> controller(std::string_view name, fw::PluginConfig config = {}) {

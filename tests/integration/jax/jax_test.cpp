@@ -34,10 +34,9 @@ void install_jax(Cluster& k) {
   REQUIRE(unitrain::frameworks::jax::register_jax(k.registry));
   const auto* registration = k.registry.find("jaxjob");
   REQUIRE(registration != nullptr);
-  auto docs = json::parse_yaml(unitrain::testing::read_text(std::string(UNITRAIN_SOURCE_DIR) +
-                                                            "/frameworks/jax/kubeflow.org_jaxjobs.yaml"));
-  REQUIRE(docs);
-  for (const auto& d : *docs) REQUIRE(k.client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
+  auto installed = unitrain::testing::install_crds(
+      *k.client, std::string(UNITRAIN_SOURCE_DIR) + "/frameworks/jax/kubeflow.org_jaxjobs.yaml");
+  if (!installed) FAIL(installed.error().message);
 }
 
 std::string env_of(const json::Value& pod, int container) {

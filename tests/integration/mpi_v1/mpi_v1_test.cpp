@@ -34,6 +34,7 @@ const kube::GroupVersionResource kMPIJobs{"kubeflow.org", "v1", "mpijobs"};
 const kube::GroupVersionResource kPods{"", "v1", "pods"};
 
 using unitrain::testing::read_text;
+using unitrain::testing::rest_config_of;
 using unitrain::testing::RecordingSink;
 
 using unitrain::testing::eventually;
@@ -73,12 +74,7 @@ struct Cluster {
     lc::controllers::ControllersOptions co;
     co.kubelet_options.restart_backoff = std::chrono::milliseconds(0);
     controllers = std::make_unique<lc::controllers::Controllers>(cluster.store(), std::move(co));
-    kube::RestConfig cfg;
-    cfg.scheme = "http";
-    cfg.host = "127.0.0.1";
-    cfg.port = cluster.port();
-    cfg.qps = -1;
-    auto rc = kube::RestClient::create(cfg);
+    auto rc = kube::RestClient::create(rest_config_of(cluster));
     REQUIRE(rc);
     client = std::move(*rc);
     REQUIRE(unitrain::frameworks::mpi::v1::register_mpi_v1(registry));

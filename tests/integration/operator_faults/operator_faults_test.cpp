@@ -32,7 +32,9 @@ class NullSink final : public c::EventSink {
   void event(const json::Value&, std::string_view, std::string_view, std::string) override {}
 };
 
+using unitrain::testing::install_crds;
 using unitrain::testing::read_text;
+using unitrain::testing::rest_config_of;
 
 using unitrain::testing::eventually;
 // Every request may meet an injected fault and its retry back-off: the jobs take longer than usual.
@@ -106,31 +108,17 @@ struct Env {
 
   Env() {
     REQUIRE(cluster.start());
-    kube::RestConfig cfg;
-    cfg.scheme = "http";
-    cfg.host = "127.0.0.1";
-    cfg.port = cluster.port();
-    cfg.qps = -1;
-    auto rc = kube::RestClient::create(cfg);
+    auto rc = kube::RestClient::create(rest_config_of(cluster));
     REQUIRE(rc);
     client = std::move(*rc);
     REQUIRE(unitrain::frameworks::pytorch::register_pytorch(registry));
     REQUIRE(unitrain::frameworks::mpi::v2::register_mpi_v2(registry));
   }
 
-  // The CRD file, whichever of the names the manifests use for it.
-  void install_crd(std::initializer_list<const char*> files) {
-    for (const char* f : files) {
-      std::string path = std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + f;
-      if (!std::filesystem::exists(path)) continue;
-      auto docs = json::parse_yaml(read_text(path));
-      REQUIRE(docs);
-      for (const auto& d : *docs)
-        REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", d.root()));
-      std::this_thread::sleep_for(200ms);
-      return;
-    }
-    FAIL("no CRD file found");
+  // `file` under manifests/crds.
+  void install_crd(const std::string& file) {
+    auto installed = install_crds(*client, std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file);
+    if (!installed) FAIL(installed.error().message);
   }
 
   std::unique_ptr<c::JobController> controller(std::string_view name) {
@@ -168,8 +156,8 @@ struct Env {
 TEST_CASE("PyTorchJob and MPIJob v2 reach Succeeded through 500/429/409 on writes, cut watches and 410",
           "[faults]") {
   Env env;
-  env.install_crd({"kubeflow.org_pytorchjobs.yaml"});
-  env.install_crd({"kubeflow.org_mpijobs_v2beta1.yaml", "kubeflow.org_mpijobs.yaml"});
+  env.install_crd("kubeflow.org_pytorchjobs.yaml");
+  env.install_crd("kubeflow.org_mpijobs_v2beta1.yaml");
   PodCreations creations(env.cluster.store());
   env.cluster.faults().configure(*lc::FaultConfig::parse(kFaults));
   auto pytorch = env.controller("pytorchjob");

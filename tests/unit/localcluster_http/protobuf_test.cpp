@@ -69,7 +69,7 @@ TEST_CASE("a protobuf ConfigMap (kubectl create configmap) decodes into the JSON
   cm.bytes(3, map_entry("blob", std::string("\x00\xff\x10", 3)));
   auto d = decoded(envelope("v1", "ConfigMap", cm.data()));
   CHECK(json::dump(d.root()) ==
-        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"team-a","generation":0,)"
+        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"team-a",)"
         R"("labels":{"app":"demo","tier":""}},"data":{"mode":"fast","empty":""},"binaryData":{"blob":"AP8Q"}})");
 }
 
@@ -134,6 +134,57 @@ TEST_CASE("protobuf Secrets, Services and Pods: bytes, IntOrString, Quantity, ti
   CHECK(json::dump(*json::find(p.root(), "/spec")) ==
         R"({"containers":[{"name":"main","image":"busybox:1.36","command":["sh","-c"],)"
         R"("resources":{"limits":{"cpu":"500m"}}}],"terminationGracePeriodSeconds":30})");
+}
+
+// Go's marshaller writes every non-pointer field, zero or not; kube-apiserver's JSON then leaves out
+// the zero value of an omitempty field (stdin, hostPort, minReadySeconds, paused) and keeps it
+// otherwise (mountPath ""), and a pointer set to zero (replicas) or a struct (strategy) stays.
+TEST_CASE("protobuf zero values: omitempty non-pointer fields are left out as in kube-apiserver's JSON") {
+  WireWriter port;
+  port.bytes(1, "");     // name,omitempty
+  port.varint(2, 0);     // hostPort,omitempty
+  port.varint(3, 8080);  // containerPort
+  port.bytes(4, "TCP");  // protocol,omitempty
+  port.bytes(5, "");     // hostIP,omitempty
+  WireWriter mount;
+  mount.bytes(1, "data");
+  mount.varint(2, 0);  // readOnly,omitempty
+  mount.bytes(3, "");  // mountPath: no omitempty
+  mount.bytes(4, "");  // subPath,omitempty
+  WireWriter container;
+  container.bytes(1, "main");
+  container.bytes(2, "busybox:1.36");
+  container.bytes(5, "");  // workingDir,omitempty
+  container.bytes(6, port.data());
+  container.bytes(9, mount.data());
+  container.bytes(13, "");  // terminationMessagePath,omitempty
+  container.varint(16, 0);  // stdin,omitempty
+  container.varint(17, 0);  // stdinOnce,omitempty
+  container.varint(18, 0);  // tty,omitempty
+  WireWriter pod_spec;
+  pod_spec.bytes(2, container.data());
+  WireWriter pod;
+  pod.bytes(1, object_meta("p", "default"));
+  pod.bytes(2, pod_spec.data());
+  auto p = decoded(envelope("v1", "Pod", pod.data()));
+  CHECK(json::dump(*json::find(p.root(), "/spec/containers/0")) ==
+        R"({"name":"main","image":"busybox:1.36","ports":[{"containerPort":8080,"protocol":"TCP"}],)"
+        R"("volumeMounts":[{"name":"data","mountPath":""}]})");
+  CHECK(json::dump(*json::find(p.root(), "/metadata")) == R"({"name":"p","namespace":"default","labels":{"app":"demo","tier":""}})");
+
+  WireWriter spec;
+  spec.varint(1, 0);    // replicas: *int32 set to 0
+  spec.bytes(3, "");    // template
+  spec.bytes(4, "");    // strategy: a struct, never empty to encoding/json
+  spec.varint(5, 0);    // minReadySeconds,omitempty
+  spec.varint(6, 10);   // revisionHistoryLimit: *int32
+  spec.varint(7, 0);    // paused,omitempty
+  WireWriter deployment;
+  deployment.bytes(1, object_meta("d", "default"));
+  deployment.bytes(2, spec.data());
+  auto d = decoded(envelope("apps/v1", "Deployment", deployment.data()));
+  CHECK(json::dump(*json::find(d.root(), "/spec")) ==
+        R"({"replicas":0,"template":{},"strategy":{},"revisionHistoryLimit":10})");
 }
 
 TEST_CASE("protobuf bodies that do not decode are 400s naming the cause; custom resources 415") {
@@ -283,7 +334,7 @@ TEST_CASE("a protobuf CustomResourceDefinition: JSON, schema-or-array/bool alter
   const auto* props = json::find(d.root(), "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties");
   REQUIRE(props != nullptr);
   CHECK(json::dump(*json::find(*props, "/replicas")) ==
-        R"({"type":"integer","default":1,"maximum":10.5,"exclusiveMaximum":false,"minimum":1})");
+        R"({"type":"integer","default":1,"maximum":10.5,"minimum":1})");  // exclusiveMaximum false: omitempty
   CHECK(json::dump(*json::find(*props, "/tags")) == R"({"type":"array","items":{"type":"string"}})");
   CHECK(json::dump(*json::find(*props, "/labels")) == R"({"type":"object","additionalProperties":true})");
 }

@@ -493,7 +493,7 @@ TEST_CASE("mpi v1: conditions the core raises use training-operator's MPIJob wor
 }
 
 TEST_CASE("crd: MPIJob v1 serves only v1 with training-operator's schema") {
-  std::ifstream in(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/kubeflow.org_mpijobs_v1.yaml");
+  std::ifstream in(std::string(UNITRAIN_SOURCE_DIR) + "/frameworks/mpi/v1/kubeflow.org_mpijobs_v1.yaml");
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();

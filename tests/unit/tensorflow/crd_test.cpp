@@ -1,4 +1,4 @@
-// Structure of the TFJob, XGBoostJob, PaddleJob and MXJob CRDs under manifests/crds: names,
+// Structure of the TFJob, XGBoostJob, PaddleJob and MXJob CRDs, each in its module's folder: names,
 // subresources, printer columns, required fields and the typed parts the controllers rely on.
 #include <catch2/catch.hpp>
 
@@ -12,8 +12,9 @@ using json::Document;
 
 namespace {
 
-Document load(const std::string& file) {
-  std::ifstream in(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file);
+// `path` under the source tree: "frameworks/<module>/<group>_<plural>.yaml".
+Document load(const std::string& path) {
+  std::ifstream in(std::string(UNITRAIN_SOURCE_DIR) + "/" + path);
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
@@ -58,7 +59,7 @@ std::string check_common(const Document& crd, const std::string& kind, const std
 }  // namespace
 
 TEST_CASE("crd: TFJob") {
-  Document crd = load("kubeflow.org_tfjobs.yaml");
+  Document crd = load("frameworks/tensorflow/kubeflow.org_tfjobs.yaml");
   check_common(crd, "TFJob", "tfjobs", "tfReplicaSpecs");
   CHECK_FALSE(json::find(crd.root(), "/spec/versions/0/subresources/scale"));
   CHECK(json::dump(*json::find(crd.root(), kSchema + "/properties/spec/required")) == R"(["tfReplicaSpecs"])");
@@ -67,14 +68,14 @@ TEST_CASE("crd: TFJob") {
 }
 
 TEST_CASE("crd: XGBoostJob") {
-  Document crd = load("kubeflow.org_xgboostjobs.yaml");
+  Document crd = load("frameworks/xgboost/kubeflow.org_xgboostjobs.yaml");
   check_common(crd, "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs");
   CHECK_FALSE(json::find(crd.root(), "/spec/versions/0/subresources/scale"));
   CHECK(json::dump(*json::find(crd.root(), kSchema + "/properties/spec/required")) == R"(["xgbReplicaSpecs"])");
 }
 
 TEST_CASE("crd: PaddleJob with the scale subresource") {
-  Document crd = load("kubeflow.org_paddlejobs.yaml");
+  Document crd = load("frameworks/paddle/kubeflow.org_paddlejobs.yaml");
   check_common(crd, "PaddleJob", "paddlejobs", "paddleReplicaSpecs");
   CHECK(json::dump(*json::find(crd.root(), "/spec/versions/0/subresources/scale")) ==
         R"({"specReplicasPath":".spec.paddleReplicaSpecs.Worker.replicas","statusReplicasPath":".status.replicaStatuses.Worker.active","labelSelectorPath":".status.replicaStatuses.Worker.selector"})");
@@ -83,7 +84,7 @@ TEST_CASE("crd: PaddleJob with the scale subresource") {
 }
 
 TEST_CASE("crd: MXJob requires jobMode") {
-  Document crd = load("kubeflow.org_mxjobs.yaml");
+  Document crd = load("frameworks/mxnet/kubeflow.org_mxjobs.yaml");
   check_common(crd, "MXJob", "mxjobs", "mxReplicaSpecs");
   CHECK(json::dump(*json::find(crd.root(), kSchema + "/properties/spec/required")) == R"(["mxReplicaSpecs","jobMode"])");
   CHECK(json::dump(*json::find(crd.root(), kSchema + "/properties/spec/properties/jobMode/enum")) == R"(["MXTrain","MXTune"])");
