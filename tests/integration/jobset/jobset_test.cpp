@@ -144,9 +144,11 @@ TEST_CASE("JobSet: a failing Job restarts the JobSet up to maxRestarts, then it 
   CHECK_THAT(k.condition_message(kJobSets, "flaky", "Failed"),
              Catch::StartsWith("jobset failed due to reaching max number of restarts (first failed job: flaky-workers-"));
   CHECK_THAT(k.condition_message(kJobSets, "flaky", "RestartingJobSet"), Catch::StartsWith("jobset failed"));
-  // The second attempt's Jobs replaced the first's.
+  // The second attempt's Jobs replaced the first's. Which of them remain depends on the race the
+  // test cannot steer: a failed JobSet deletes its still-active Jobs (upstream does too), so only
+  // the second attempt's failed worker is sure to be there.
   REQUIRE(eventually([&] { return jobs_of(k, "flaky").find("@0") == std::string::npos; }));
-  CHECK_THAT(jobs_of(k, "flaky"), Catch::Contains("flaky-workers-0@1"));
+  CHECK_THAT(jobs_of(k, "flaky"), Catch::Matches(".*flaky-workers-[01]@1 .*"));
   CHECK(k.events.has("Warning RestartJobSetFailurePolicyAction applying RestartJobSet failure policy action"));
 }
 
