@@ -8,6 +8,7 @@
 #include "core/api/labels.h"
 #include "core/framework/json_members.h"
 #include "frameworks/trainer/build.h"
+#include "frameworks/trainer/flux.h"
 #include "frameworks/trainer/json_edit.h"
 #include "frameworks/trainer/names.h"
 #include "frameworks/trainer/runtime.h"
@@ -292,6 +293,21 @@ WebhookVerdict validate_trainjob(const TrainJobAdmission& in) {
           out.errors.push_back(FieldError::forbidden(FieldPath("spec.trainer.env").index(i), n + " is reserved for the XGBoost runtime"));
         }
       }
+    }
+  }
+  // Flux: the tasks per broker are the TrainJob's numProcPerNode, else the policy's (default 1);
+  // the installer init container is the plugin's to add.
+  if (jm::member(&policy, "flux") != nullptr) {
+    const json::Value* own = jm::member(trainer, "numProcPerNode");
+    const int64_t tasks = own && own->IsInt() ? own->GetInt() : json::get_int(policy, "/flux/numProcPerNode").value_or(1);
+    if (tasks < 1) {
+      out.errors.push_back(FieldError::invalid(FieldPath("spec.trainer.numProcPerNode"), tasks,
+                                               "must be greater than or equal to 1 for Flux TrainJob"));
+    }
+    if (const json::Value* node = rjob_named(spec, kNode);
+        node != nullptr && find_container(*node, "initContainers", kFluxInstaller) != nullptr) {
+      out.errors.push_back(FieldError::invalid(FieldPath("spec.trainer.initContainers"), std::string(kFluxInstaller),
+                                               fmt::format("InitContainer '{}' is reserved", kFluxInstaller)));
     }
   }
   // Volcano.

@@ -124,7 +124,7 @@ typedef struct unitrain_plugin_table {
   /* {"job": {...}, "observed": OBSERVED} -> [{"resource": {"group": "", "version": "v1",
      "resource": "services"}, "object": {...}, "update": "Never" | "WhenDiffers",
      "compared": ["/spec"], "useExisting": false, "afterPods": false, "statusClearedFirst":
-     ["/status/startTime"], "ownedByJob": true (absent: true; false creates it without the
+     ["/status/startTime"], "ownedByJob": true (1.2; absent: true; false creates it without the
      job's controller owner reference)}]
      OBSERVED is {"pods": [...], "services": [...], "owned": {"<resource>.<group>": [...]}}. */
   unitrain_status (*desired_objects)(const unitrain_plugin* self, const char* request, size_t size, unitrain_buffer* out);

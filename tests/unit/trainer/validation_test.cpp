@@ -79,6 +79,41 @@ spec:
   CHECK(xv.errors[0].to_string() == "spec.trainer.env[1]: Forbidden: DMLC_TASK_ID is reserved for the XGBoost runtime");
 }
 
+TEST_CASE("TrainJob webhook: Flux needs at least one task per node and keeps its installer init container") {
+  auto runtime = yaml(R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: flux-runtime}
+spec:
+  mlPolicy: {numNodes: 2, flux: {numProcPerNode: 0}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+            spec:
+              template:
+                spec:
+                  initContainers: [{name: flux-installer, image: own-view}]
+                  containers: [{name: node, image: hpc}]
+)");
+  auto tj = yaml(R"(
+metadata: {name: a, namespace: ns}
+spec:
+  runtimeRef: {name: flux-runtime, apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime}
+  trainer: {numNodes: 2}
+)");
+  // The policy's 0 tasks is the effective value when the TrainJob sets none.
+  CHECK(messages(check(tj, &runtime)) ==
+        std::vector<std::string>{"spec.trainer.numProcPerNode | must be greater than or equal to 1 for Flux TrainJob",
+                                 "spec.trainer.initContainers | InitContainer 'flux-installer' is reserved"});
+  // The TrainJob's own numProcPerNode wins over the policy's; without the runtime's installer, nothing is left.
+  REQUIRE(json::set_int(tj, "/spec/trainer/numProcPerNode", 4));
+  REQUIRE(json::remove(runtime, "/spec/template/spec/replicatedJobs/0/template/spec/template/spec/initContainers"));
+  CHECK(check(tj, &runtime).errors.empty());
+}
+
 TEST_CASE("TrainJob webhook: initializers need their Job, container and mount; runtimePatches their targets") {
   auto runtime = shipped_runtime("torch-distributed.yaml");
   auto tj = yaml(R"(
