@@ -238,11 +238,13 @@ TEST_CASE("TrainJob with a coscheduling runtime: its PodGroup watched, recreated
     const std::string now = field(k, pod_groups, "gang", "/metadata/uid");
     return now != "<absent>" && now != uid;
   }));
-  // Changed while the TrainJob is suspended: applied again.
-  auto live = k.client->get(pod_groups, "default", "gang");
-  REQUIRE(live);
-  REQUIRE(json::set_int(*live, "/spec/minMember", 5));
-  REQUIRE(k.client->update(pod_groups, "default", live->root()));
+  // Changed while the TrainJob is suspended: applied again. The scheduler writes the PodGroup's
+  // status and the controller may still be re-applying it, so an update from a read a moment ago
+  // can meet a newer resourceVersion (409): read again and retry, as any client would.
+  REQUIRE(eventually([&] {
+    auto live = k.client->get(pod_groups, "default", "gang");
+    return live && json::set_int(*live, "/spec/minMember", 5) && k.client->update(pod_groups, "default", live->root());
+  }));
   REQUIRE(eventually([&] { return field(k, pod_groups, "gang", "/spec/minMember") == "2"; }));
 
   // Resumed: the TrainJob runs to Complete with its PodGroup in place.
