@@ -37,6 +37,7 @@ backoff-exitcode, suspend, delete.
 """
 
 import argparse
+import base64
 import http.client
 import json
 import os
@@ -58,6 +59,7 @@ import yaml
 SKIP = 77
 NS = "soak"
 WEBHOOK_NS = "kubeflow"  # the Service the MPIJob CRD's conversion names: training-operator.kubeflow
+WEBHOOK_SECRET = "training-operator-webhook-cert"  # the operator's default --webhook-secret-name
 LEASE = "soak.unitrain.io"
 
 # kind -> (example file, plural, replica-spec key)
@@ -243,6 +245,21 @@ class PodLedger:
     def snapshot(self):
         with self.lock:
             return {n: list(u) for n, u in self.uids.items()}, dict(self.owner), dict(self.live)
+
+
+def wait_ca_announced(api, seconds=60):
+    """Waits (bounded) until the MPIJob CRD's conversion caBundle holds the webhook Secret's CA."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        _, secret = api.call("GET", f"/api/v1/namespaces/{WEBHOOK_NS}/secrets/{WEBHOOK_SECRET}", ok=(200, 404))
+        _, crd = api.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")
+        ca = ((secret or {}).get("data") or {}).get("ca.crt")
+        client_config = (((crd or {}).get("spec") or {}).get("conversion") or {}).get("webhook") or {}
+        bundle = (client_config.get("clientConfig") or {}).get("caBundle")
+        if ca and bundle and base64.b64decode(ca) in base64.b64decode(bundle):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the webhook CA was not in the MPIJob CRD's conversion webhook within {seconds} s")
 
 
 class Operators:
@@ -535,6 +552,10 @@ def main():
         # As a Service lists only Ready pods: the reader starts once both replicas serve their
         # webhooks (a replica still without the shared certificate fails the handshake).
         ops.wait_all_serving()
+        # The install is complete once the CA is in the CRD's conversion webhook: a replica serves
+        # its first certificate a moment before it announces the CA (faults may delay that write),
+        # and a list needing conversion before then fails verification -- install time, not chaos.
+        wait_ca_announced(api)
 
         # The mix: scenarios round-robin over a seeded shuffle, kinds likewise (MPIJob only where it applies).
         plan = []
