@@ -278,6 +278,12 @@ TEST_CASE("workload pass: creations of one resource go out in parallel, each run
   PlanFixture f;
   // Four ConfigMaps, each held until all four are in flight: one at a time, none would get there.
   HoldingCreates holding(f.client, 4);
+  // The controller's threads call `holding` (a late create may wait in it for its quorum): the
+  // controller stops before `holding` goes, whichever way the test ends.
+  struct StopControllerFirst {
+    PlanFixture& fixture;
+    ~StopControllerFirst() { fixture.controller.reset(); }
+  } stop_controller_first{f};
   f.client.seed(kPlanJobs, plan_job("p", R"({"children":4})").root());
   f.start(&holding);
   REQUIRE(eventually([&] { return holding.trace().size() == 10; }));  // the Secret's and four ConfigMaps' start and end
