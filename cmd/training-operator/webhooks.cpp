@@ -155,7 +155,6 @@ void OperatorWebhooks::keep_certificates() {
           std::lock_guard lock(mu_);
           current_ = *bundle;
           last_failure_.clear();
-          ready_ = true;
           for (HttpServer* other : sharing_) {
             if (auto s = other->set_certificate(bundle->cert, bundle->key); !s) spdlog::error("serving the webhook certificate on port {}: {}", other->port(), s.error().message);
           }
@@ -172,6 +171,12 @@ void OperatorWebhooks::keep_certificates() {
       if (auto s = certs_->inject_ca(previous_ca + bundle->ca_cert); !s) {
         say("webhook caBundle: " + s.error().message);
         wait = std::min<std::chrono::seconds>(wait, std::chrono::seconds(10));
+      } else {
+        // Ready once the API server trusts what this replica serves: a replica that served its
+        // certificate but had not yet announced the CA was Ready while every call to it failed
+        // verification (a fresh install's first job refused).
+        std::lock_guard lock(mu_);
+        if (!current_.cert.empty() && !ready_.exchange(true)) cv_.notify_all();
       }
       if (changed && !first) serve();
     }

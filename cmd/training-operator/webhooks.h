@@ -52,10 +52,12 @@ class OperatorWebhooks final : public manager::Runnable {
   Status start(std::stop_token stopping) override;
   void stop() override;
 
+  // True once a certificate is served and its CA is in the webhook configurations and CRDs (put
+  // there by this replica or, the same CA, by another): only then can the API server call us.
   bool certificates_ready() const { return ready_.load(); }
   // Why the certificates could not be obtained or installed the last time ("" after a success).
   std::string last_failure() const;
-  // Waits for the first certificates; fails after `timeout` or when `stopping` is requested.
+  // Waits until certificates_ready(); fails after `timeout` or when `stopping` is requested.
   Status wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const;
   uint16_t port() const { return server_ ? server_->port() : 0; }
   const webhook::Handler& handler() const { return handler_; }
