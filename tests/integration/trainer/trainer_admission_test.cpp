@@ -63,15 +63,12 @@ struct TrainerWebhooks {
     cluster = std::make_unique<localcluster::LocalCluster>(std::move(o));
     REQUIRE(cluster->start());
     api = std::make_unique<testing::Api>(*cluster);
+    auto crd_client = kube::RestClient::create(testing::rest_config_of(*cluster));
+    REQUIRE(crd_client);
     for (const char* file : {"trainer.kubeflow.org_trainjobs.yaml", "trainer.kubeflow.org_trainingruntimes.yaml",
                              "trainer.kubeflow.org_clustertrainingruntimes.yaml"}) {
-      auto docs = json::parse_yaml(testing::read_text(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file));
-      REQUIRE(docs);
-      for (auto& crd : *docs) {
-        auto r = api->send("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd.dump());
-        INFO(file << ": " << r.body);
-        REQUIRE(r.status == 201);
-      }
+      auto installed = testing::install_crds(**crd_client, std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file);
+      if (!installed) FAIL(installed.error().message);
     }
     const std::string url = fmt::format("https://127.0.0.1:{}", server->port());
     json::Document client_config =
