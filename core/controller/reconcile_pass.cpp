@@ -28,6 +28,15 @@ api::RunPolicy run_policy_of(const json::Value& job) {
   return decoded ? std::move(*decoded) : api::RunPolicy{};
 }
 
+// training-operator's finished-job step: what was still active when the job succeeded counts
+// as succeeded.
+void fold_active_into_succeeded(api::JobStatus& status) {
+  for (auto& [_, replica] : status.replica_statuses) {
+    replica.succeeded += replica.active;
+    replica.active = 0;
+  }
+}
+
 }  // namespace
 
 ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now,
@@ -200,14 +209,10 @@ std::optional<ApiError> ReconcilePass::fail_invalid_spec(const framework::Valida
 }
 
 ReconcileResult ReconcilePass::finish() {
-  // What was still active when the job succeeded counts as succeeded (training-operator's
-  // finished-job step), written before any pod goes.
-  if (draft_.status().is_succeeded()) {
-    for (auto& [_, replica] : draft_.status().replica_statuses) {
-      replica.succeeded += replica.active;
-      replica.active = 0;
-    }
-  }
+  // The final counts are written before any pod goes. A job this controller found Succeeded
+  // has them already (propose_status folds them into the Succeeded write); one made Succeeded
+  // by someone else gets them here.
+  if (draft_.status().is_succeeded()) fold_active_into_succeeded(draft_.status());
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
   return clean_up_finished();
 }
@@ -359,7 +364,13 @@ std::optional<ApiError> ReconcilePass::propose_status() {
     if (!status.completion_time) status.completion_time = now_;
   }
   for (const auto& e : proposal.events) announce_when_written({e.reason, e.message, e.type});
-  if (!was_succeeded && status.is_succeeded()) count_when_written(&JobCounters::successful);
+  if (!was_succeeded && status.is_succeeded()) {
+    // The finished-job step of the next pass would fold the counts in a second write of its own
+    // (the status it reads is this one, whatever the pods do meanwhile): the Succeeded write
+    // carries them at once.
+    fold_active_into_succeeded(status);
+    count_when_written(&JobCounters::successful);
+  }
   if (!was_failed && status.is_failed()) count_when_written(&JobCounters::failed);
   if (!was_restarting && status.has_condition(api::condition_type::kRestarting)) count_when_written(&JobCounters::restarted);
   return std::nullopt;

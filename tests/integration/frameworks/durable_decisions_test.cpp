@@ -301,8 +301,9 @@ TEST_CASE("durable decisions: TTL deletes the job only after its finished status
   run_job(k);
   StoreHistory history(k.cluster.store());
   inject(k, "PUT", "pytorchjobs/status", "error500", 1);
-  // The master succeeds while the worker still runs: the finished pass folds the worker's active
-  // count into succeeded (a second status write) before cleanPodPolicy and TTL act.
+  // The master succeeds while the worker still runs: the worker's active count is folded into
+  // succeeded (training-operator's finished-job step) and written before cleanPodPolicy and TTL
+  // act, also when the first write of it fails.
   k.set_pod_phase("pt-master-0", "Succeeded", 0);
   REQUIRE(eventually([&] { return !k.exists(kPyTorchJobs, "pt"); }));
   const int64_t deleted_at = history.first([](const StoreHistory::Version& v) { return v.resource == "pytorchjobs" && v.type == "DELETED"; });

@@ -270,6 +270,44 @@ TEST_CASE("pytorch lifecycle: cleanPodPolicy on success and on failure") {
   }
 }
 
+TEST_CASE("pytorch lifecycle: a master that succeeds before its workers gets Succeeded and the final counts in one status write") {
+  // training-operator writes Succeeded with the workers' live counts, and its finished-job step
+  // folds them into succeeded in a second write; that write follows from the first alone, so
+  // the Succeeded write carries the folded counts and the finished pass writes nothing.
+  Cluster k({.manual_kubelet = true});
+  k.install_crd("kubeflow.org_pytorchjobs.yaml");
+  auto ctl = k.controller("pytorchjob");
+  JobSpec s;
+  s.restart_policy = "Never";
+  s.workers = 3;
+  s.run_policy = "{cleanPodPolicy: Running}";
+  k.create_yaml(kPyTorchJobs, pytorch_yaml(s));
+  const std::vector<std::string> pods{"pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"};
+  REQUIRE(eventually([&] { return k.names(kPodsR) == pods; }));
+  for (const auto& pod : pods) k.set_pod_phase(pod, "Running");
+  auto replica_statuses = [&] {
+    auto job = k.get(kPyTorchJobs, "pt");
+    const json::Value* statuses = job ? json::find(job->root(), "/status/replicaStatuses") : nullptr;
+    return statuses ? json::Document::copy_of(*statuses).dump() : std::string();
+  };
+  REQUIRE(eventually([&] {
+    return k.has_true(kPyTorchJobs, "pt", "Running") &&
+           replica_statuses().find(R"("Worker":{"active":3)") != std::string::npos;
+  }));
+  const auto before = writes_since(k.cluster);
+
+  k.set_pod_phase("pt-master-0", "Succeeded", 0);
+  REQUIRE(eventually([&] { return k.has_true(kPyTorchJobs, "pt", "Succeeded"); }));
+  // The finished pass has run once the running workers are gone (cleanPodPolicy Running): it
+  // writes the status, if at all, before it deletes them.
+  REQUIRE(eventually([&] { return k.names(kPodsR) == std::vector<std::string>{"pt-master-0"}; }));
+  INFO(writes_since(k.cluster, before).describe());
+  CHECK(writes_since(k.cluster, before).get("PUT pytorchjobs/status") == 1);
+  CHECK(replica_statuses().find(R"("Master":{"succeeded":1)") != std::string::npos);
+  CHECK(replica_statuses().find(R"("Worker":{"succeeded":3)") != std::string::npos);
+  CHECK(replica_statuses().find("active") == std::string::npos);
+}
+
 TEST_CASE("pytorch lifecycle: ttlSecondsAfterFinished deletes the finished job and its children") {
   Cluster k;
   k.install_crd("kubeflow.org_pytorchjobs.yaml");
