@@ -154,7 +154,9 @@ TEST_CASE("an invalid spec without webhooks: the job is Failed once with the val
                                     invalid.replica_specs));
   REQUIRE(eventually([&] { return k.has_true(tfjobs, "bad", "Failed"); }));
   CHECK(k.conditions(tfjobs, "bad").find(fmt::format("Failed=True(TFJobFailedValidation: {})", invalid.message)) != std::string::npos);
-  // Settled: one Failed write, one event, no children, no retries.
+  // Settled: one Failed write, one event, no children, no retries. The server counts a write
+  // after it is stored, so the Failed status can be read before its write is counted.
+  REQUIRE(eventually([&] { return writes_since(k.cluster).get("PUT tfjobs/status") == 1; }));
   const auto failed = writes_since(k.cluster);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   INFO(writes_since(k.cluster, failed).describe());
