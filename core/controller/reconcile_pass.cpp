@@ -210,8 +210,8 @@ std::optional<ApiError> ReconcilePass::fail_invalid_spec(const framework::Valida
 
 ReconcileResult ReconcilePass::finish() {
   // The final counts are written before any pod goes. A job this controller found Succeeded
-  // has them already (propose_status folds them into the Succeeded write); one made Succeeded
-  // by someone else gets them here.
+  // has them already (propose_status folds them into the Succeeded write); a Succeeded status
+  // written without them (another writer, an earlier version of the operator) gets them here.
   if (draft_.status().is_succeeded()) fold_active_into_succeeded(draft_.status());
   if (auto e = write_status(cached())) return {std::move(*e), std::nullopt};
   return clean_up_finished();
