@@ -197,7 +197,8 @@ TEST_CASE("workload pass: the status is written first, the child is created once
   auto job = f.client.get(kPlanJobs, "ns", "p");
   REQUIRE(job);
   CHECK(unitrain::api::is_controlled_by(child->root(), unitrain::api::uid_of(job->root())));
-  CHECK(f.events.has("Normal Counted 1 children"));
+  // The pass sends its events after the status write waited for above, so they may still be on the way.
+  CHECK(eventually([&] { return f.events.has("Normal Counted 1 children"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(writes_of(f.client, kube::FakeClient::Verb::Create, "configmaps") == 1);
 }
