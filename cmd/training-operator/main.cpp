@@ -113,11 +113,7 @@ int run(const Flags& f, const framework::Registry& registry) {
   mgr.add("probe and metrics endpoints", endpoints);
   if (webhooks) {
     mgr.add("webhook server", *webhooks);
-    mgr.add_ready_check("webhook-certificates", [&w = *webhooks]() -> Status {
-      if (w.certificates_ready()) return {};
-      const std::string why = w.last_failure();
-      return fail(why.empty() ? std::string("certificates are not ready") : "certificates are not ready: " + why);
-    });
+    mgr.add_ready_check("webhook-certificates", [&w = *webhooks] { return w.readiness(); });
   }
   if (!module_endpoints.empty()) mgr.add("module endpoints", module_endpoints);
   if (cluster) mgr.add("embedded cluster setup", cluster->setup(operator_client, registry, f, webhooks.get()));

@@ -81,6 +81,12 @@ std::string OperatorWebhooks::last_failure() const {
   return last_failure_;
 }
 
+Status OperatorWebhooks::readiness() const {
+  if (certificates_ready()) return {};
+  const std::string why = last_failure();
+  return fail(why.empty() ? std::string("certificates are not ready") : "certificates are not ready: " + why);
+}
+
 std::optional<webhook::SystemTime> OperatorWebhooks::certificate_not_after() const {
   std::lock_guard lock(mu_);
   if (current_.cert.empty()) return std::nullopt;

@@ -57,6 +57,8 @@ class OperatorWebhooks final : public manager::Runnable {
   bool certificates_ready() const { return ready_.load(); }
   // Why the certificates could not be obtained or installed the last time ("" after a success).
   std::string last_failure() const;
+  // The /readyz check: fails until certificates_ready(), naming last_failure() when there is one.
+  Status readiness() const;
   // Waits until certificates_ready(); fails after `timeout` or when `stopping` is requested.
   Status wait_ready(std::stop_token stopping, std::chrono::seconds timeout) const;
   uint16_t port() const { return server_ ? server_->port() : 0; }

@@ -279,4 +279,20 @@ bool set_status_condition(std::vector<Condition>& conditions, Condition c, TimeP
   return true;
 }
 
+bool set_status_condition(json::Value& conditions, Condition c, TimePoint now, json::Allocator& a) {
+  if (!conditions.IsArray()) conditions.SetArray();
+  for (auto& entry : conditions.GetArray()) {
+    if (string_at(entry, "/type") != c.type) continue;
+    std::vector<Condition> existing;
+    if (auto decoded = Condition::from_json(entry, FieldPath("conditions"))) existing.push_back(std::move(*decoded));
+    if (!set_status_condition(existing, std::move(c), now)) return false;
+    entry = existing.front().to_json(a);
+    return true;
+  }
+  std::vector<Condition> added;
+  set_status_condition(added, std::move(c), now);
+  conditions.PushBack(added.front().to_json(a), a);
+  return true;
+}
+
 }  // namespace unitrain::api

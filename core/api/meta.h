@@ -90,6 +90,10 @@ struct Condition {
 // (to the given one, or `now` when unset) only when the status changes. Returns whether anything
 // changed.
 bool set_status_condition(std::vector<Condition>& conditions, Condition c, TimePoint now);
+// The same on conditions kept as JSON (an object's status.conditions; made an array when it is
+// none): only the entry of c's type is rewritten, and only when it changes; an entry of that type
+// that does not read as a Condition is replaced by `c`.
+bool set_status_condition(json::Value& conditions, Condition c, TimePoint now, json::Allocator& a);
 const Condition* find_status_condition(const std::vector<Condition>& conditions, std::string_view type);
 
 }  // namespace unitrain::api

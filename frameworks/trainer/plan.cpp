@@ -153,13 +153,11 @@ framework::WorkloadPlan plan(const json::Value& trainjob, const framework::Obser
   if (!supported(ref)) {
     // Persisted (upstream's nil handler loses it).
     json::Document job = json::Document::copy_of(trainjob);
-    json::Value cond(rapidjson::kObjectType);
-    cond.AddMember("type", "Failed", job.alloc());
-    cond.AddMember("status", "True", job.alloc());
-    cond.AddMember("reason", "TrainingRuntimeNotSupported", job.alloc());
-    cond.AddMember("message", json::str("unsupported runtime: " + gk_key(ref), job.alloc()), job.alloc());
     json::Document status = next_status(job.root(), jobset, now).status;
-    set_condition(jm::ensure_array(status.root(), "conditions", status.alloc()), cond, now, status.alloc());
+    api::set_status_condition(jm::ensure_array(status.root(), "conditions", status.alloc()),
+                              {"Failed", "True", 0, std::nullopt, "TrainingRuntimeNotSupported",
+                               "unsupported runtime: " + gk_key(ref)},
+                              now, status.alloc());
     out.status = std::move(status);
     return out;
   }

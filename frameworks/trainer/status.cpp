@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/api/meta.h"
 #include "core/framework/json_members.h"
 
 namespace unitrain::frameworks::trainer {
@@ -23,42 +24,11 @@ bool is_true(const json::Value* conditions, std::string_view type) {
   return c != nullptr && string_at(*c, "/status") == "True";
 }
 
-json::Value condition(std::string_view type, std::string_view status, std::string_view reason, std::string_view message,
-                      json::Allocator& a) {
-  json::Value c(rapidjson::kObjectType);
-  c.AddMember("type", json::str(type, a), a);
-  c.AddMember("status", json::str(status, a), a);
-  c.AddMember("reason", json::str(reason, a), a);
-  c.AddMember("message", json::str(message, a), a);
-  return c;
-}
-
 }  // namespace
 
 bool finished(const json::Value& trainjob) {
   const json::Value* conditions = json::find(trainjob, "/status/conditions");
   return is_true(conditions, "Complete") || is_true(conditions, "Failed");
-}
-
-void set_condition(json::Value& conditions, const json::Value& cond, api::TimePoint now, json::Allocator& a) {
-  if (!conditions.IsArray()) conditions.SetArray();
-  const std::string type = string_at(cond, "/type");
-  const std::string given_time = string_at(cond, "/lastTransitionTime");
-  const std::string time = given_time.empty() ? api::format_time(now) : given_time;
-  for (auto& existing : conditions.GetArray()) {
-    if (string_at(existing, "/type") != type) continue;
-    if (string_at(existing, "/status") != string_at(cond, "/status")) {
-      jm::put(existing, "status", json::clone(cond["status"], a), a);
-      jm::put(existing, "lastTransitionTime", time, a);
-    }
-    jm::put(existing, "reason", string_at(cond, "/reason"), a);
-    jm::put(existing, "message", string_at(cond, "/message"), a);
-    if (const json::Value* g = jm::member(&cond, "observedGeneration")) jm::put(existing, "observedGeneration", json::clone(*g, a), a);
-    return;
-  }
-  json::Value added(cond, a);
-  jm::put(added, "lastTransitionTime", time, a);
-  conditions.PushBack(std::move(added), a);
 }
 
 StatusDecision next_status(const json::Value& trainjob, const json::Value* jobset, api::TimePoint now) {
@@ -71,9 +41,11 @@ StatusDecision next_status(const json::Value& trainjob, const json::Value* jobse
   // Suspended.
   const bool suspend = json::get_bool(trainjob, "/spec/suspend").value_or(false);
   if (suspend) {
-    set_condition(conditions, condition("Suspended", "True", "Suspended", "TrainJob is suspended", a), now, a);
+    api::set_status_condition(conditions, {"Suspended", "True", 0, std::nullopt, "Suspended", "TrainJob is suspended"},
+                              now, a);
   } else if (is_true(&conditions, "Suspended")) {
-    set_condition(conditions, condition("Suspended", "False", "Resumed", "TrainJob is resumed", a), now, a);
+    api::set_status_condition(conditions, {"Suspended", "False", 0, std::nullopt, "Resumed", "TrainJob is resumed"},
+                              now, a);
   }
 
   // The JobSet's terminal conditions and its replicated Jobs' counters.
@@ -82,9 +54,13 @@ StatusDecision next_status(const json::Value& trainjob, const json::Value* jobse
     for (auto [from, to] : {std::pair{"Completed", "Complete"}, std::pair{"Failed", "Failed"}}) {
       const json::Value* c = condition_of(js_conditions, from);
       if (c == nullptr || string_at(*c, "/status") != "True") continue;
-      json::Value renamed(*c, a);
-      jm::put(renamed, "type", to, a);
-      set_condition(conditions, renamed, now, a);
+      // Its time, reason and message carried over (a malformed time: the transition is now).
+      auto decoded = api::Condition::from_json(*c, api::FieldPath("status.conditions"));
+      api::Condition renamed = decoded ? std::move(*decoded)
+                                       : api::Condition{"", "True", 0, std::nullopt, string_at(*c, "/reason"),
+                                                        string_at(*c, "/message")};
+      renamed.type = to;
+      api::set_status_condition(conditions, std::move(renamed), now, a);
     }
     json::Value jobs(rapidjson::kArrayType);
     if (const json::Value* rjs = json::find(*jobset, "/status/replicatedJobsStatus"); rjs && rjs->IsArray()) {
@@ -113,8 +89,10 @@ StatusDecision next_status(const json::Value& trainjob, const json::Value* jobse
     if (auto t = api::parse_time(start)) {
       const api::TimePoint due = *t + std::chrono::seconds(deadline);
       if (now > due) {
-        set_condition(conditions,
-                      condition("Failed", "True", "DeadlineExceeded", "TrainJob exceeded its active deadline", a), now, a);
+        api::set_status_condition(conditions,
+                                  {"Failed", "True", 0, std::nullopt, "DeadlineExceeded",
+                                   "TrainJob exceeded its active deadline"},
+                                  now, a);
         out.delete_jobset = true;
       } else {
         auto left = std::chrono::ceil<std::chrono::seconds>(due - now);

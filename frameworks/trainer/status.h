@@ -23,9 +23,5 @@ StatusDecision next_status(const json::Value& trainjob, const json::Value* jobse
 
 // Complete=True or Failed=True.
 bool finished(const json::Value& trainjob);
-// metav1 SetStatusCondition on a conditions array: same type and other status -> replaced with
-// `now` (or the given lastTransitionTime); same status -> reason and message updated, time kept;
-// new type -> appended.
-void set_condition(json::Value& conditions, const json::Value& condition, api::TimePoint now, json::Allocator& a);
 
 }  // namespace unitrain::frameworks::trainer

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kubectl v1.32 against build/bin/localcluster, on the wire: the typed `kubectl create` generators
-# (which send protobuf bodies), OpenAPI v2 and v3 (`kubectl explain` of a CRD field and of
-# built-in kinds' fields, kubectl's own
+# and `kubectl create token` (which send protobuf bodies), OpenAPI v2 and v3 (`kubectl explain` of a
+# CRD field and of built-in kinds' fields, kubectl's own
 # "no matches for kind" error for a kind that is not served), invalid query parameters answered
 # with kube-apiserver's status and message, an 8 KB label selector, an oversized body (413), a
 # client that accepts only protobuf (406), and the start-up refusals and file modes of
@@ -57,6 +57,17 @@ k create secret generic creds -n wire --from-literal=password=s3cr3t | grep -q c
 [[ $(k get secret creds -n wire -o jsonpath='{.data.password}') == czNjcjN0 ]] || die "secret data not base64 of s3cr3t"
 [[ $(k get secret creds -n wire -o jsonpath='{.type}') == Opaque ]] || die "secret type lost"
 k create serviceaccount builder -n wire | grep -q created || die "create serviceaccount"
+# kubectl create token: a TokenRequest (authentication.k8s.io/v1) in protobuf; TokenReview accepts the token.
+token=$(k create token builder -n wire --audience=wire-test --duration=20m) || die "create token"
+claims=$(python3 -c 'import base64, json, sys
+p = sys.argv[1].split(".")[1]
+c = json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+print(c["sub"], c["aud"], c["exp"] - c["iat"])' "$token") || die "not a JWT: $token"
+[[ $claims == "system:serviceaccount:wire:builder ['wire-test'] 1200" ]] || die "token claims: $claims"
+printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"%s","audiences":["wire-test"]}}' \
+  "$token" >"$work/review.json"
+[[ $(k create -f "$work/review.json" -o jsonpath='{.status.authenticated} {.status.user.username}') == \
+  "true system:serviceaccount:wire:builder" ]] || die "TokenReview did not accept the token"
 k create service clusterip web -n wire --tcp=80:8080 | grep -q created || die "create service"
 [[ $(k get service web -n wire -o jsonpath='{.spec.ports[0].targetPort}') == 8080 ]] || die "targetPort lost"
 k create role reader -n wire --verb=get,list --resource=pods | grep -q created || die "create role"

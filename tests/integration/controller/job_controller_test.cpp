@@ -14,6 +14,7 @@
 #include "core/kube/fake_client.h"
 #include "tests/integration/controller/echo_framework.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_client.h"
 #include "tests/support/recording_sink.h"
 
 namespace c = unitrain::controller;
@@ -257,12 +258,9 @@ TEST_CASE("controller: start_caches syncs without reconciling; start() then reco
 
 namespace {
 // Services cannot be listed (as when a CRD is missing): that informer never syncs.
-class ServicesUnlistable final : public kube::Client {
+class ServicesUnlistable final : public unitrain::testing::ForwardingClient {
  public:
-  explicit ServicesUnlistable(kube::Client& inner) : inner_(inner) {}
-  kube::ApiResult<Document> get(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name) override {
-    return inner_.get(r, ns, name);
-  }
+  using ForwardingClient::ForwardingClient;
   kube::ApiResult<Document> list(const kube::GroupVersionResource& r, std::string_view ns,
                                  const kube::ListOptions& opts) override {
     if (r == kServices) {
@@ -274,39 +272,6 @@ class ServicesUnlistable final : public kube::Client {
     }
     return inner_.list(r, ns, opts);
   }
-  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                   const kube::WriteOptions& opts = {}) override {
-    return inner_.create(r, ns, obj, opts);
-  }
-  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                   const kube::WriteOptions& opts = {}) override {
-    return inner_.update(r, ns, obj, opts);
-  }
-  kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns,
-                                          const json::Value& obj, const kube::WriteOptions& opts = {}) override {
-    return inner_.update_status(r, ns, obj, opts);
-  }
-  kube::ApiResult<Document> patch(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                  kube::PatchType type, std::string_view body, const kube::PatchOptions& opts = {},
-                                  std::string_view subresource = {}) override {
-    return inner_.patch(r, ns, name, type, body, opts, subresource);
-  }
-  kube::ApiResult<Document> remove(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                   const kube::DeleteOptions& opts = {}) override {
-    return inner_.remove(r, ns, name, opts);
-  }
-  kube::ApiResult<Document> delete_collection(const kube::GroupVersionResource& r, std::string_view ns,
-                                              const kube::ListOptions& selector,
-                                              const kube::DeleteOptions& opts = {}) override {
-    return inner_.delete_collection(r, ns, selector, opts);
-  }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(const kube::GroupVersionResource& r, std::string_view ns,
-                                                            const kube::WatchOptions& opts) override {
-    return inner_.watch(r, ns, opts);
-  }
-
- private:
-  kube::Client& inner_;
 };
 }  // namespace
 

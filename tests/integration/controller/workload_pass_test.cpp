@@ -16,6 +16,7 @@
 #include "core/controller/job_controller.h"
 #include "core/kube/fake_client.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_client.h"
 #include "tests/support/recording_sink.h"
 
 namespace c = unitrain::controller;
@@ -129,15 +130,9 @@ bool status_written_before_create(const kube::FakeClient& client) {
 
 // The fake API server, with each ConfigMap create held until `quorum` of them are in flight at
 // once (or 5 s have passed), and the order creates start and end in.
-class HoldingCreates final : public kube::Client {
+class HoldingCreates final : public unitrain::testing::ForwardingClient {
  public:
-  HoldingCreates(kube::Client& inner, size_t quorum) : inner_(inner), quorum_(quorum) {}
-  kube::ApiResult<Document> get(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name) override {
-    return inner_.get(r, ns, name);
-  }
-  kube::ApiResult<Document> list(const kube::GroupVersionResource& r, std::string_view ns, const kube::ListOptions& opts) override {
-    return inner_.list(r, ns, opts);
-  }
+  HoldingCreates(kube::Client& inner, size_t quorum) : ForwardingClient(inner), quorum_(quorum) {}
   kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const kube::WriteOptions& opts = {}) override {
     const std::string name(unitrain::api::name_of(obj));
@@ -157,32 +152,6 @@ class HoldingCreates final : public kube::Client {
     trace_.push_back("end " + name);
     return result;
   }
-  kube::ApiResult<Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                   const kube::WriteOptions& opts = {}) override {
-    return inner_.update(r, ns, obj, opts);
-  }
-  kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                          const kube::WriteOptions& opts = {}) override {
-    return inner_.update_status(r, ns, obj, opts);
-  }
-  kube::ApiResult<Document> patch(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                  kube::PatchType type, std::string_view body, const kube::PatchOptions& opts = {},
-                                  std::string_view subresource = {}) override {
-    return inner_.patch(r, ns, name, type, body, opts, subresource);
-  }
-  kube::ApiResult<Document> remove(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                   const kube::DeleteOptions& opts = {}) override {
-    return inner_.remove(r, ns, name, opts);
-  }
-  kube::ApiResult<Document> delete_collection(const kube::GroupVersionResource& r, std::string_view ns,
-                                              const kube::ListOptions& selector, const kube::DeleteOptions& opts = {}) override {
-    return inner_.delete_collection(r, ns, selector, opts);
-  }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(const kube::GroupVersionResource& r, std::string_view ns,
-                                                            const kube::WatchOptions& opts) override {
-    return inner_.watch(r, ns, opts);
-  }
-
   size_t max_in_flight() const {
     std::lock_guard lock(mu_);
     return max_in_flight_;
@@ -193,7 +162,6 @@ class HoldingCreates final : public kube::Client {
   }
 
  private:
-  kube::Client& inner_;
   const size_t quorum_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

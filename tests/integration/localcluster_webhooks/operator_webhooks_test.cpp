@@ -23,9 +23,9 @@
 #include "frameworks/xgboost/register.h"
 #include "localcluster/local_cluster.h"
 #include "localcluster/tls.h"
-#include "tests/integration/localcluster_webhooks/hook_server.h"
 #include "tests/support/json.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/served_webhooks.h"
 
 using namespace unitrain;
 
@@ -33,69 +33,28 @@ namespace {
 
 // The operator's webhooks (all seven modules, both MPIJob versions side by side) served over
 // HTTPS and registered with a local cluster that serves every CRD.
-struct OperatorWebhooks {
-  framework::Registry registry;
-  std::vector<std::unique_ptr<framework::FrameworkPlugin>> plugins;
-  std::unique_ptr<webhook::Handler> handler;
-  localcluster::TlsMaterial tls;
-  std::unique_ptr<testing::HookServer> server;
-  std::unique_ptr<localcluster::LocalCluster> cluster;
-  std::unique_ptr<testing::Api> api;
-
-  OperatorWebhooks() {
-    for (auto reg : {&frameworks::tensorflow::register_tensorflow, &frameworks::pytorch::register_pytorch,
-                     &frameworks::mxnet::register_mxnet, &frameworks::xgboost::register_xgboost,
-                     &frameworks::paddle::register_paddle, &frameworks::mpi::v2::register_mpi_v2,
-                     &frameworks::mpi::v1::register_mpi_v1})
-      REQUIRE(reg(registry));
-    REQUIRE(frameworks::mpi::conversion::register_mpi_conversion(registry));
-    std::vector<const framework::FrameworkPlugin*> raw;
-    for (const auto& r : registry.all()) {
-      auto p = registry.instantiate(r.descriptor.name, {});
-      REQUIRE(p);
-      raw.push_back(p->get());
-      plugins.push_back(std::move(*p));
-    }
-    handler = std::make_unique<webhook::Handler>(raw, registry);
-    auto material = localcluster::make_self_signed_tls("IP:127.0.0.1");
-    REQUIRE(material);
-    tls = std::move(*material);
-    // Runs on the server's threads: no Catch2 assertions here.
-    server = std::make_unique<testing::HookServer>(tls, [this](const std::string& path, const json::Document& review) {
-      auto reply = handler->handle(path, review.dump());
-      auto body = json::Document::parse(reply.body);
-      return body ? std::move(*body) : json::Document::object();
-    });
-    localcluster::LocalClusterOptions o;
-    o.threads = 4;
-    cluster = std::make_unique<localcluster::LocalCluster>(std::move(o));
-    REQUIRE(cluster->start());
-    api = std::make_unique<testing::Api>(*cluster);
-
-    const std::string url = fmt::format("https://127.0.0.1:{}", server->port());
-    const std::string ca_bundle = webhook::base64_encode(tls.ca_cert_pem);
+struct OperatorWebhooks : testing::ServedWebhooks {
+  OperatorWebhooks()
+      : ServedWebhooks({&frameworks::tensorflow::register_tensorflow, &frameworks::pytorch::register_pytorch,
+                        &frameworks::mxnet::register_mxnet, &frameworks::xgboost::register_xgboost,
+                        &frameworks::paddle::register_paddle, &frameworks::mpi::v2::register_mpi_v2,
+                        &frameworks::mpi::v1::register_mpi_v1, &frameworks::mpi::conversion::register_mpi_conversion}) {
     for (const char* file : {"kubeflow.org_tfjobs.yaml", "kubeflow.org_pytorchjobs.yaml", "kubeflow.org_mxjobs.yaml",
                              "kubeflow.org_xgboostjobs.yaml", "kubeflow.org_paddlejobs.yaml", "kubeflow.org_mpijobs.yaml"}) {
       auto docs = json::parse_yaml(testing::read_text(std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file));
       REQUIRE(docs);
       for (auto& crd : *docs) {
         if (json::find(crd.root(), "/spec/conversion/webhook")) {
-          json::Document client_config = testing::doc(fmt::format(R"({{"url":"{}/convert","caBundle":"{}"}})", url, ca_bundle));
-          REQUIRE(json::set(crd, "/spec/conversion/webhook/clientConfig", json::clone(client_config.root(), crd.alloc())));
+          json::Document convert = client_config("/convert");
+          REQUIRE(json::set(crd, "/spec/conversion/webhook/clientConfig", json::clone(convert.root(), crd.alloc())));
         }
         auto r = api->send("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd.dump());
         INFO(file << ": " << r.body);
         REQUIRE(r.status == 201);
       }
     }
-    json::Document client_config = testing::doc(fmt::format(R"({{"url":"{}","caBundle":"{}"}})", url, ca_bundle));
-    for (const auto& [plural, configuration] :
-         {std::pair{"validatingwebhookconfigurations", handler->validating_configuration(client_config.root())},
-          std::pair{"mutatingwebhookconfigurations", handler->mutating_configuration(client_config.root())}}) {
-      auto r = api->send("POST", std::string("/apis/admissionregistration.k8s.io/v1/") + plural, configuration.dump());
-      INFO(r.body);
-      REQUIRE(r.status == 201);
-    }
+    register_configuration(webhook::WebhookType::Validating);
+    register_configuration(webhook::WebhookType::Mutating);
   }
 
   // POSTs `job` (JSON) to its kind's collection in namespace default.

@@ -38,7 +38,7 @@
 #include "localcluster/local_cluster.h"
 #include "localcluster/tls.h"
 #include "tests/support/skip.h"
-#include "tests/integration/localcluster_webhooks/hook_server.h"
+#include "tests/support/hook_server.h"
 
 using namespace unitrain;
 using namespace unitrain::localcluster;

@@ -20,10 +20,10 @@
 #include "frameworks/trainer/register.h"
 #include "localcluster/local_cluster.h"
 #include "localcluster/tls.h"
-#include "tests/integration/localcluster_webhooks/hook_server.h"
 #include "tests/support/eventually.h"
 #include "tests/support/json.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/served_webhooks.h"
 
 using namespace unitrain;
 
@@ -34,35 +34,8 @@ constexpr const char* kTrPath = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/
 
 // The trainer module's webhooks served over HTTPS and registered with a local cluster that
 // serves its CRDs.
-struct TrainerWebhooks {
-  framework::Registry registry;
-  std::unique_ptr<framework::FrameworkPlugin> plugin;
-  std::unique_ptr<webhook::Handler> handler;
-  localcluster::TlsMaterial tls;
-  std::unique_ptr<testing::HookServer> server;
-  std::unique_ptr<localcluster::LocalCluster> cluster;
-  std::unique_ptr<testing::Api> api;
-
-  TrainerWebhooks() {
-    REQUIRE(frameworks::trainer::register_trainer(registry));
-    auto p = registry.instantiate("trainer", {});
-    REQUIRE(p);
-    plugin = std::move(*p);
-    handler = std::make_unique<webhook::Handler>(std::vector<const framework::FrameworkPlugin*>{plugin.get()}, registry);
-    auto material = localcluster::make_self_signed_tls("IP:127.0.0.1");
-    REQUIRE(material);
-    tls = std::move(*material);
-    // Runs on the server's threads: no Catch2 assertions here.
-    server = std::make_unique<testing::HookServer>(tls, [this](const std::string& path, const json::Document& review) {
-      auto reply = handler->handle(path, review.dump());
-      auto body = json::Document::parse(reply.body);
-      return body ? std::move(*body) : json::Document::object();
-    });
-    localcluster::LocalClusterOptions o;
-    o.threads = 4;
-    cluster = std::make_unique<localcluster::LocalCluster>(std::move(o));
-    REQUIRE(cluster->start());
-    api = std::make_unique<testing::Api>(*cluster);
+struct TrainerWebhooks : testing::ServedWebhooks {
+  TrainerWebhooks() : ServedWebhooks({&frameworks::trainer::register_trainer}) {
     auto crd_client = kube::RestClient::create(testing::rest_config_of(*cluster));
     REQUIRE(crd_client);
     for (const char* file : {"trainer.kubeflow.org_trainjobs.yaml", "trainer.kubeflow.org_trainingruntimes.yaml",
@@ -70,13 +43,7 @@ struct TrainerWebhooks {
       auto installed = testing::install_crds(**crd_client, std::string(UNITRAIN_SOURCE_DIR) + "/manifests/crds/" + file);
       if (!installed) FAIL(installed.error().message);
     }
-    const std::string url = fmt::format("https://127.0.0.1:{}", server->port());
-    json::Document client_config =
-        testing::doc(fmt::format(R"({{"url":"{}","caBundle":"{}"}})", url, webhook::base64_encode(tls.ca_cert_pem)));
-    auto r = api->send("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-                       handler->validating_configuration(client_config.root()).dump());
-    INFO(r.body);
-    REQUIRE(r.status == 201);
+    register_configuration(webhook::WebhookType::Validating);
   }
 };
 

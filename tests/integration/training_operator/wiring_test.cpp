@@ -3,7 +3,9 @@
 // was built with.
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "core/kube/fake_client.h"
 #include "core/kube/fault_log.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_client.h"
 
 namespace fw = unitrain::framework;
 namespace json = unitrain::json;
@@ -79,6 +82,52 @@ class ConfigEchoPlugin final : public fw::FrameworkPlugin, public fw::PipelineDe
 constexpr std::string_view kJob =
     R"({"apiVersion":"test.unitrain.io/v1","kind":"ConfigJob","metadata":{"name":"job","namespace":"default"},)"
     R"("spec":{"configReplicaSpecs":{"Worker":{"replicas":1,"template":{"spec":{"containers":[{"name":"main","image":"x"}]}}}}}})";
+
+// The API server, where writing the webhook CA into the ValidatingWebhookConfiguration (an
+// update that carries a caBundle) is refused with 403 or held until release().
+class CaInjectionGate final : public unitrain::testing::ForwardingClient {
+ public:
+  enum class Mode { Refuse, Hold };
+  CaInjectionGate(kube::Client& inner, Mode mode) : ForwardingClient(inner), mode_(mode) {}
+
+  kube::ApiResult<json::Document> update(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                         const kube::WriteOptions& opts = {}) override {
+    if (r == unitrain::webhook::kValidatingConfigurations &&
+        !json::string_at(obj, "/webhooks/0/clientConfig/caBundle").empty()) {
+      std::unique_lock lock(mu_);
+      if (mode_ == Mode::Refuse && !released_) {
+        kube::ApiError e;
+        e.reason = kube::ApiError::Reason::Forbidden;
+        e.code = 403;
+        e.message = "cannot update validatingwebhookconfigurations";
+        return unitrain::fail(std::move(e));
+      }
+      held_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    }
+    return inner_.update(r, ns, obj, opts);
+  }
+
+  // Whether an injection waits in update() (Mode::Hold).
+  bool holding() {
+    std::lock_guard lock(mu_);
+    return held_ && !released_;
+  }
+  // Lets every injection through from now on.
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const Mode mode_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool released_ = false;
+};
 
 }  // namespace
 
@@ -153,4 +202,65 @@ TEST_CASE("the cluster domain flag reaches the modules and wins over $CUSTOM_CLU
   REQUIRE(flags);
   CHECK(op::plugin_config(*flags, *registry.find("test.unitrain.io/configjob")).cluster_domain == "corp.example.org");
   REQUIRE(unsetenv("CUSTOM_CLUSTER_DOMAIN") == 0);
+}
+
+TEST_CASE("a webhook replica is Ready once its CA is in the webhook configuration and not when it first serves") {
+  fw::Registry registry;
+  REQUIRE(registry.add(fw::registration_of<ConfigEchoPlugin>(
+      config_descriptor(), {{"configjob-image", "default-image", "the image of ConfigJob pods"}})));
+  auto plugin = registry.instantiate("test.unitrain.io/configjob", {});
+  REQUIRE(plugin);
+  const char* argv[] = {"training-operator"};
+  auto flags = op::parse_flags(1, argv, registry);
+  REQUIRE(flags);
+  // As with --embedded-cluster: the server on a kernel-picked port of 127.0.0.1.
+  const auto options = op::webhook_options(*flags, true);
+  REQUIRE(options.port == 0);
+
+  kube::FakeClient api;
+  const auto mode = GENERATE(CaInjectionGate::Mode::Refuse, CaInjectionGate::Mode::Hold);
+  CaInjectionGate client(api, mode);
+  op::OperatorWebhooks webhooks(client, {plugin->get()}, registry, options);
+  // A failed check below must not leave the certificate thread held in update() while stop() joins it.
+  struct ReleaseAtExit {
+    CaInjectionGate& gate;
+    ~ReleaseAtExit() { gate.release(); }
+  } release_at_exit{client};
+  // The configuration as installed, its caBundle still empty.
+  json::Document client_config = json::Document::object();
+  REQUIRE(json::set_string(client_config, "/url", "https://127.0.0.1:9443"));
+  const std::string name(unitrain::webhook::kValidatingConfigurationName);
+  api.seed(unitrain::webhook::kValidatingConfigurations,
+           webhooks.handler().validating_configuration(client_config.root()).root());
+  REQUIRE(webhooks.start({}));
+
+  if (mode == CaInjectionGate::Mode::Refuse) {
+    // The certificate is served, but the API server cannot verify it yet: not Ready, and /readyz says why.
+    REQUIRE(eventually([&] { return webhooks.last_failure().find("caBundle") != std::string::npos; }));
+    CHECK_FALSE(webhooks.ca_cert().empty());
+    CHECK_FALSE(webhooks.certificates_ready());
+    auto ready = webhooks.readiness();
+    REQUIRE_FALSE(ready);
+    CHECK_THAT(ready.error().message, Catch::StartsWith("certificates are not ready: webhook caBundle: patching caBundle of "
+                                                        "validatingwebhookconfigurations.admissionregistration.k8s.io " +
+                                                        name + ": "));
+    CHECK_THAT(ready.error().message, Catch::Contains("cannot update validatingwebhookconfigurations"));
+    CHECK_FALSE(webhooks.wait_ready({}, std::chrono::seconds(0)));
+  } else {
+    // Held while the CA is being written: already serving, not yet Ready.
+    REQUIRE(eventually([&] { return client.holding(); }));
+    CHECK_FALSE(webhooks.ca_cert().empty());
+    CHECK_FALSE(webhooks.certificates_ready());
+    CHECK_FALSE(webhooks.readiness());
+    CHECK_FALSE(webhooks.wait_ready({}, std::chrono::seconds(0)));
+    // Ready as soon as the write lands, with the CA the API server now has.
+    client.release();
+    REQUIRE(webhooks.wait_ready({}, std::chrono::seconds(30)));
+    CHECK(webhooks.readiness());
+    auto stored = api.get(unitrain::webhook::kValidatingConfigurations, "", name);
+    REQUIRE(stored);
+    CHECK(json::string_at(stored->root(), "/webhooks/0/clientConfig/caBundle") ==
+          unitrain::webhook::base64_encode(webhooks.ca_cert()));
+  }
+  webhooks.stop();
 }

@@ -132,3 +132,34 @@ TEST_CASE("metav1 condition encode, decode and set") {
         "[status.conditions[2].type: Required value, status.conditions[2].lastTransitionTime: Invalid value: "
         "\"yesterday\": time 'yesterday': position 1: expected 4-digit year]");
 }
+
+TEST_CASE("metav1 condition set on conditions kept as JSON: the same rule, other entries untouched") {
+  auto t0 = api::parse_time("2024-01-02T03:04:05Z").value();
+  auto t1 = t0 + std::chrono::seconds(10);
+  auto status = doc(R"({"conditions":[{"type":"Other","status":"True","custom":1},)"
+                    R"({"type":"Ready","status":"False","lastTransitionTime":"2024-01-01T00:00:00Z","reason":"Init","message":"m"}]})");
+  json::Value& conds = status.root()["conditions"];
+  // Same status, same words: nothing written.
+  CHECK_FALSE(api::set_status_condition(conds, {"Ready", "False", 0, std::nullopt, "Init", "m"}, t0, status.alloc()));
+  // Same status, new words: the transition time stays.
+  CHECK(api::set_status_condition(conds, {"Ready", "False", 0, std::nullopt, "Wait", "w"}, t0, status.alloc()));
+  CHECK(json::string_at(status.root(), "/conditions/1/lastTransitionTime") == "2024-01-01T00:00:00Z");
+  CHECK(json::string_at(status.root(), "/conditions/1/reason") == "Wait");
+  // A new status: the transition time moves to the one given, else to now.
+  CHECK(api::set_status_condition(conds, {"Ready", "True", 0, t0, "Up", "up"}, t1, status.alloc()));
+  CHECK(json::string_at(status.root(), "/conditions/1/lastTransitionTime") == "2024-01-02T03:04:05Z");
+  // A new type is appended at now; the other entries keep every member.
+  CHECK(api::set_status_condition(conds, {"Done", "True", 0, std::nullopt, "R", "d"}, t1, status.alloc()));
+  CHECK(status.dump() ==
+        R"({"conditions":[{"type":"Other","status":"True","custom":1},)"
+        R"({"type":"Ready","status":"True","lastTransitionTime":"2024-01-02T03:04:05Z","reason":"Up","message":"up"},)"
+        R"({"type":"Done","status":"True","lastTransitionTime":"2024-01-02T03:04:15Z","reason":"R","message":"d"}]})");
+  // An entry of the type that does not read as a Condition is replaced; a non-array becomes one.
+  auto broken = doc(R"({"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"yesterday"}]})");
+  CHECK(api::set_status_condition(broken.root()["conditions"], {"Ready", "True", 0, std::nullopt, "Up", "up"}, t1,
+                                  broken.alloc()));
+  CHECK(json::string_at(broken.root(), "/conditions/0/lastTransitionTime") == "2024-01-02T03:04:15Z");
+  json::Value none(rapidjson::kObjectType);
+  CHECK(api::set_status_condition(none, {"Ready", "True", 0, std::nullopt, "Up", "up"}, t1, broken.alloc()));
+  CHECK((none.IsArray() && none.Size() == 1));
+}
