@@ -118,6 +118,28 @@ Status set_bool(Document& doc, std::string_view pointer, bool b);
 // Removes the member or array element; false if it was not there.
 bool remove(Document& doc, std::string_view pointer);
 
+// The reference tokens of a JSON pointer, one at a time, decoded ("~1" -> "/", "~0" -> "~"; a
+// '~' followed by anything else stays as it is). The accessors above walk every pointer they get,
+// so this copies nothing: a token without '~' is a view into the pointer, and only one with an
+// escape is decoded, into the walker's own buffer.
+class PointerTokens {
+ public:
+  explicit PointerTokens(std::string_view pointer)
+      : rest_(pointer), valid_(pointer.empty() || pointer.front() == '/'), done_(pointer.empty() || !valid_) {}
+  // False when the pointer is neither "" (the root) nor starts with '/'.
+  bool valid() const { return valid_; }
+  // The next token into `token` (valid until the following call), or false after the last.
+  bool next(std::string_view& token);
+  // True when the token last returned was the pointer's last one.
+  bool at_end() const { return done_; }
+
+ private:
+  std::string_view rest_;  // from the '/' before the next token
+  bool valid_;
+  bool done_;
+  std::string decoded_;
+};
+
 // Splits "/a/b~1c" into {"a", "b/c"}; "" (the root) gives no tokens; nullopt when the pointer
 // does not start with '/'.
 std::optional<std::vector<std::string>> split_pointer(std::string_view pointer);
