@@ -174,8 +174,18 @@ std::vector<OwnerReference> owner_references_of(const json::Value& obj) {
 }
 
 std::optional<OwnerReference> controller_of(const json::Value& obj) {
-  for (auto& r : owner_references_of(obj)) {
-    if (r.controller.value_or(false)) return std::move(r);
+  // Runs for every child event a shared informer dispatches: only an entry with controller: true
+  // can be the answer, so only those are decoded (a malformed one is skipped, as in
+  // owner_references_of).
+  const json::Value* refs = json::find(obj, "/metadata/ownerReferences");
+  if (!refs || !refs->IsArray()) return std::nullopt;
+  std::size_t i = 0;
+  for (const auto& e : refs->GetArray()) {
+    const std::size_t index = i++;
+    const json::Value* controller = Decoder::member(e, "controller");
+    if (controller == nullptr || !controller->IsBool() || !controller->GetBool()) continue;
+    auto r = OwnerReference::from_json(e, FieldPath("metadata").child("ownerReferences").index(index));
+    if (r) return std::move(*r);
   }
   return std::nullopt;
 }

@@ -404,16 +404,22 @@ bool PointerTokens::next(std::string_view& token) {
     token = raw;
     return true;
   }
-  decoded_.assign(raw.substr(0, tilde));
+  // Decoding never lengthens a token.
+  char* out = inline_;
+  if (raw.size() > kInlineToken) {
+    long_.resize(raw.size());
+    out = long_.data();
+  }
+  size_t n = raw.copy(out, tilde);
   for (size_t i = tilde; i < raw.size(); ++i) {
     if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-      decoded_ += raw[i + 1] == '0' ? '~' : '/';
+      out[n++] = raw[i + 1] == '0' ? '~' : '/';
       ++i;
     } else {
-      decoded_ += raw[i];
+      out[n++] = raw[i];
     }
   }
-  token = decoded_;
+  token = std::string_view(out, n);
   return true;
 }
 

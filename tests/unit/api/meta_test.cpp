@@ -100,6 +100,30 @@ TEST_CASE("owner reference decode errors carry field paths") {
   CHECK(api::controller_of(pod.root())->name == "n");
 }
 
+TEST_CASE("controller_of is the first well-formed entry with controller: true") {
+  // Skipped: a controller without a uid, a non-controller, controller as a string or null, a
+  // non-object; the answer is the first well-formed controller, not the second.
+  auto pod = doc(R"({"metadata":{"ownerReferences":[
+      {"apiVersion":"v1","kind":"K","name":"no-uid","controller":true},
+      {"apiVersion":"v1","kind":"K","name":"plain","uid":"u-0"},
+      {"apiVersion":"v1","kind":"K","name":"not-false","uid":"u-1","controller":false},
+      {"apiVersion":"v1","kind":"K","name":"string","uid":"u-2","controller":"true"},
+      {"apiVersion":"v1","kind":"K","name":"null","uid":"u-3","controller":null},
+      "controller",
+      {"apiVersion":"v1","kind":"K","name":"first","uid":"u-4","controller":true,"blockOwnerDeletion":true},
+      {"apiVersion":"v1","kind":"K","name":"second","uid":"u-5","controller":true}]}})");
+  auto c = api::controller_of(pod.root());
+  REQUIRE(c);
+  CHECK(*c == api::OwnerReference{"v1", "K", "first", "u-4", true, true});
+  CHECK(api::is_controlled_by(pod.root(), "u-4"));
+  CHECK_FALSE(api::is_controlled_by(pod.root(), "u-5"));
+  auto bad_flag = doc(R"({"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"n","uid":"u",
+      "controller":true,"blockOwnerDeletion":"yes"}]}})");
+  CHECK_FALSE(api::controller_of(bad_flag.root()));  // malformed as a whole: skipped
+  CHECK_FALSE(api::controller_of(doc(R"({"metadata":{"ownerReferences":{"controller":true}}})").root()));
+  CHECK_FALSE(api::controller_of(doc(R"({"metadata":{}})").root()));
+}
+
 TEST_CASE("metav1 condition encode, decode and set") {
   auto t0 = api::parse_time("2024-01-02T03:04:05Z").value();
   auto t1 = t0 + std::chrono::seconds(10);

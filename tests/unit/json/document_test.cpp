@@ -54,6 +54,15 @@ TEST_CASE("pointer escapes: ~1 and ~0 decode, in that order; any other tilde sta
   CHECK(json::split_pointer("/a~1b/~01/x~2y/~/t~0~1") ==
         std::vector<std::string>{"a/b", "~1", "x~2y", "~", "t~/"});
 
+  // Tokens longer than the walker's inline buffer, escaped or not, in one pointer.
+  const std::string long_key = std::string(150, 'k') + "/" + std::string(150, 'v');
+  const std::string long_plain(200, 'p');
+  REQUIRE(json::set_int(doc, "/" + json::escape_pointer_token(long_key) + "/" + long_plain + "/~0", 9));
+  CHECK(doc.root()[long_key.c_str()][long_plain.c_str()]["~"].GetInt() == 9);
+  CHECK(json::get_int(doc.root(), "/" + json::escape_pointer_token(long_key) + "/" + long_plain + "/~0") == 9);
+  CHECK(json::split_pointer("/" + json::escape_pointer_token(long_key) + "/x~1") ==
+        std::vector<std::string>{long_key, "x/"});
+
   REQUIRE(json::set_int(doc, "/a~1b/e~1f~0", 8));
   CHECK(json::find(doc.root(), "/a~1b")->HasMember("e/f~"));
   CHECK(json::get_int(doc.root(), "/a~1b/e~1f~0") == 8);
