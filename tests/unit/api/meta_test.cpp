@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "core/api/meta.h"
 #include "tests/support/json.h"
 
@@ -122,6 +124,36 @@ TEST_CASE("controller_of is the first well-formed entry with controller: true") 
   CHECK_FALSE(api::controller_of(bad_flag.root()));  // malformed as a whole: skipped
   CHECK_FALSE(api::controller_of(doc(R"({"metadata":{"ownerReferences":{"controller":true}}})").root()));
   CHECK_FALSE(api::controller_of(doc(R"({"metadata":{}})").root()));
+}
+
+TEST_CASE("owner_references_of keeps exactly the entries OwnerReference::from_json accepts") {
+  // Each entry alone: kept (and decoded the same) if and only if from_json decodes it.
+  const char* entries[] = {
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":true,"blockOwnerDeletion":false})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":null,"blockOwnerDeletion":null,"extra":1})",
+      R"({"apiVersion":"","kind":"K","name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":null,"name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":5,"uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":["u"]})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":1})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","blockOwnerDeletion":"true"})",
+      R"({})",
+      R"(["v1","K","n","u"])",
+      R"("u")",
+      R"(null)",
+  };
+  for (const char* e : entries) {
+    CAPTURE(e);
+    auto entry = doc(e);
+    auto decoded = api::OwnerReference::from_json(entry.root(), FieldPath("ref"));
+    auto pod = doc(fmt::format(R"({{"metadata":{{"ownerReferences":[{}]}}}})", e));
+    auto kept = api::owner_references_of(pod.root());
+    REQUIRE(kept.size() == (decoded ? 1u : 0u));
+    if (decoded) CHECK(kept.front() == *decoded);
+    CHECK(api::controller_of(pod.root()).has_value() == (decoded && decoded->controller.value_or(false)));
+  }
 }
 
 TEST_CASE("metav1 condition encode, decode and set") {
