@@ -1,6 +1,8 @@
 #include "cmd/training-operator/operator_metrics.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <stdexcept>
 
 #include "core/metrics/process.h"
@@ -137,8 +139,16 @@ bool OperatorMetrics::webhook_path_known(std::string_view path) const {
 
 void OperatorMetrics::observe_attempt(const kube::AttemptReport& a) {
   // client-go counts every attempt under the code it got, "<error>" when no response came.
-  rest_requests_->inc({a.status != 0 ? std::to_string(a.status) : "<error>", std::string(a.method), options_.api_host});
-  rest_duration_->observe({std::string(a.method), options_.api_host}, seconds(a.took));
+  std::array<char, 16> digits{};
+  std::string_view code = "<error>";
+  if (a.status != 0) {
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), a.status).ptr;
+    code = {digits.data(), static_cast<size_t>(end - digits.data())};
+  }
+  const std::array<std::string_view, 3> request_labels{code, a.method, options_.api_host};
+  rest_requests_->inc(request_labels);
+  const std::array<std::string_view, 2> duration_labels{a.method, options_.api_host};
+  rest_duration_->observe(duration_labels, seconds(a.took));
 }
 
 void OperatorMetrics::webhook_request_started(std::string_view path) {

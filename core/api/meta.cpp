@@ -128,7 +128,40 @@ bool remove_finalizer(json::Document& obj, std::string_view finalizer) {
 
 // ---- OwnerReference --------------------------------------------------------------------------
 
+namespace {
+
+// What from_json accepts, decoded without the field paths its errors would name (building them
+// cost more than the decode: owner references are read for every child event); nullopt for
+// anything from_json rejects.
+std::optional<OwnerReference> well_formed_owner_reference(const json::Value& v) {
+  if (!v.IsObject()) return std::nullopt;
+  OwnerReference r;
+  auto required = [&](std::string_view key, std::string& out) {
+    const json::Value* m = Decoder::member(v, key);
+    if (m == nullptr || !m->IsString() || m->GetStringLength() == 0) return false;
+    out.assign(m->GetString(), m->GetStringLength());
+    return true;
+  };
+  auto optional_flag = [&](std::string_view key, std::optional<bool>& out) {
+    const json::Value* m = Decoder::member(v, key);
+    if (m == nullptr) return true;
+    if (!m->IsBool()) return false;
+    out = m->GetBool();
+    return true;
+  };
+  if (required("apiVersion", r.api_version) && required("kind", r.kind) && required("name", r.name) &&
+      required("uid", r.uid) && optional_flag("controller", r.controller) &&
+      optional_flag("blockOwnerDeletion", r.block_owner_deletion)) {
+    return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<OwnerReference, FieldErrorList> OwnerReference::from_json(const json::Value& v, const FieldPath& path) {
+  if (auto r = well_formed_owner_reference(v)) return std::move(*r);
+  // Malformed: decoded again, to name each error's field.
   Decoder d;
   OwnerReference r;
   if (!d.expect_object(v, path)) return fail(std::move(d.errors()));
@@ -165,17 +198,19 @@ std::vector<OwnerReference> owner_references_of(const json::Value& obj) {
   std::vector<OwnerReference> out;
   const json::Value* refs = json::find(obj, "/metadata/ownerReferences");
   if (!refs || !refs->IsArray()) return out;
-  std::size_t i = 0;
   for (const auto& e : refs->GetArray()) {
-    auto r = OwnerReference::from_json(e, FieldPath("metadata").child("ownerReferences").index(i++));
-    if (r) out.push_back(std::move(*r));
+    if (auto r = well_formed_owner_reference(e)) out.push_back(std::move(*r));
   }
   return out;
 }
 
 std::optional<OwnerReference> controller_of(const json::Value& obj) {
-  for (auto& r : owner_references_of(obj)) {
-    if (r.controller.value_or(false)) return std::move(r);
+  // Runs for every child event a shared informer dispatches: stops at the first controller.
+  const json::Value* refs = json::find(obj, "/metadata/ownerReferences");
+  if (!refs || !refs->IsArray()) return std::nullopt;
+  for (const auto& e : refs->GetArray()) {
+    auto r = well_formed_owner_reference(e);
+    if (r && r->controller.value_or(false)) return r;
   }
   return std::nullopt;
 }

@@ -390,28 +390,45 @@ std::string escape_pointer_token(std::string_view key) {
   return out;
 }
 
-std::optional<std::vector<std::string>> split_pointer(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  if (pointer.empty()) return tokens;
-  if (pointer.front() != '/') return std::nullopt;
-  size_t pos = 1;
-  while (true) {
-    size_t next = pointer.find('/', pos);
-    std::string_view raw = pointer.substr(pos, next == std::string_view::npos ? next : next - pos);
-    std::string token;
-    token.reserve(raw.size());
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        token += raw[i + 1] == '0' ? '~' : '/';
-        ++i;
-      } else {
-        token += raw[i];
-      }
-    }
-    tokens.push_back(std::move(token));
-    if (next == std::string_view::npos) break;
-    pos = next + 1;
+bool PointerTokens::next(std::string_view& token) {
+  if (done_) return false;
+  rest_.remove_prefix(1);  // the '/'
+  const size_t slash = rest_.find('/');
+  const std::string_view raw = rest_.substr(0, slash);
+  if (slash == std::string_view::npos) {
+    done_ = true;
   }
+  rest_.remove_prefix(raw.size());
+  const size_t tilde = raw.find('~');
+  if (tilde == std::string_view::npos) {
+    token = raw;
+    return true;
+  }
+  // Decoding never lengthens a token.
+  char* out = inline_;
+  if (raw.size() > kInlineToken) {
+    long_.resize(raw.size());
+    out = long_.data();
+  }
+  size_t n = raw.copy(out, tilde);
+  for (size_t i = tilde; i < raw.size(); ++i) {
+    if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
+      out[n++] = raw[i + 1] == '0' ? '~' : '/';
+      ++i;
+    } else {
+      out[n++] = raw[i];
+    }
+  }
+  token = std::string_view(out, n);
+  return true;
+}
+
+std::optional<std::vector<std::string>> split_pointer(std::string_view pointer) {
+  PointerTokens walk(pointer);
+  if (!walk.valid()) return std::nullopt;
+  std::vector<std::string> tokens;
+  std::string_view token;
+  while (walk.next(token)) tokens.emplace_back(token);
   return tokens;
 }
 
@@ -425,9 +442,16 @@ std::optional<rapidjson::SizeType> parse_index(std::string_view token) {
   return idx;
 }
 
-Value* step(Value* cur, const std::string& token) {
+// A member name to look up: RapidJSON compares a StringRef by length, so no terminator is needed.
+// An empty token may have a null data pointer, which RapidJSON rejects.
+Value name_ref(std::string_view token) {
+  return token.empty() ? Value(rapidjson::StringRef("", 0))
+                       : Value(rapidjson::StringRef(token.data(), static_cast<rapidjson::SizeType>(token.size())));
+}
+
+Value* step(Value* cur, std::string_view token) {
   if (cur->IsObject()) {
-    auto it = cur->FindMember(Value(rapidjson::StringRef(token.data(), token.size())));
+    auto it = cur->FindMember(name_ref(token));
     return it == cur->MemberEnd() ? nullptr : &it->value;
   }
   if (cur->IsArray()) {
@@ -438,14 +462,28 @@ Value* step(Value* cur, const std::string& token) {
   return nullptr;
 }
 
+// The first `count` tokens of `pointer`, re-escaped: where a set() stopped, for its error.
+std::string walked_prefix(std::string_view pointer, size_t count) {
+  if (count == 0) return "/";
+  std::string out;
+  PointerTokens walk(pointer);
+  std::string_view token;
+  for (size_t i = 0; i < count && walk.next(token); ++i) {
+    out += '/';
+    out += escape_pointer_token(token);
+  }
+  return out;
+}
+
 }  // namespace
 
 Value* find(Value& root, std::string_view pointer) {
-  auto tokens = split_pointer(pointer);
-  if (!tokens) return nullptr;
+  PointerTokens walk(pointer);
+  if (!walk.valid()) return nullptr;
   Value* cur = &root;
-  for (const auto& t : *tokens) {
-    cur = step(cur, t);
+  std::string_view token;
+  while (walk.next(token)) {
+    cur = step(cur, token);
     if (!cur) return nullptr;
   }
   return cur;
@@ -494,20 +532,19 @@ std::optional<bool> get_bool(const Value& root, std::string_view pointer) {
 }
 
 Status set(Document& doc, std::string_view pointer, Value value) {
-  auto tokens = split_pointer(pointer);
-  if (!tokens) return fail(fmt::format("invalid JSON pointer '{}': must start with '/'", pointer));
-  if (tokens->empty()) {
+  PointerTokens walk(pointer);
+  if (!walk.valid()) return fail(fmt::format("invalid JSON pointer '{}': must start with '/'", pointer));
+  if (walk.at_end()) {
     doc.root() = std::move(value);
     return {};
   }
   Value* cur = &doc.root();
   if (cur->IsNull()) cur->SetObject();
-  std::string walked;
-  for (size_t i = 0; i < tokens->size(); ++i) {
-    const std::string& t = (*tokens)[i];
-    const bool last = i + 1 == tokens->size();
+  std::string_view t;
+  for (size_t walked = 0; walk.next(t); ++walked) {
+    const bool last = walk.at_end();
     if (cur->IsObject()) {
-      auto it = cur->FindMember(Value(rapidjson::StringRef(t.data(), t.size())));
+      auto it = cur->FindMember(name_ref(t));
       if (it == cur->MemberEnd()) {
         cur->AddMember(str(t, doc.alloc()), last ? Value() : Value(rapidjson::kObjectType), doc.alloc());
         it = cur->MemberEnd() - 1;
@@ -520,18 +557,16 @@ Status set(Document& doc, std::string_view pointer, Value value) {
     } else if (cur->IsArray()) {
       auto idx = parse_index(t);
       if (!idx || *idx >= cur->Size())
-        return fail(fmt::format("{}: array index '{}' out of range", walked.empty() ? "/" : walked, t));
+        return fail(fmt::format("{}: array index '{}' out of range", walked_prefix(pointer, walked), t));
       if (last) {
         (*cur)[*idx] = std::move(value);
         return {};
       }
       cur = &(*cur)[*idx];
     } else {
-      return fail(fmt::format("{}: is not an object or array", walked.empty() ? "/" : walked));
+      return fail(fmt::format("{}: is not an object or array", walked_prefix(pointer, walked)));
     }
     if (cur->IsNull()) cur->SetObject();
-    walked += '/';
-    walked += escape_pointer_token(t);
   }
   return {};
 }
@@ -547,10 +582,10 @@ bool remove(Document& doc, std::string_view pointer) {
   if (slash == std::string_view::npos) return false;
   Value* parent = find(doc.root(), pointer.substr(0, slash));
   if (!parent) return false;
-  auto tokens = split_pointer(pointer.substr(slash));
-  if (!tokens || tokens->size() != 1) return false;
-  const std::string& t = tokens->front();
-  if (parent->IsObject()) return parent->RemoveMember(Value(rapidjson::StringRef(t.data(), t.size())));
+  PointerTokens walk(pointer.substr(slash));
+  std::string_view t;
+  if (!walk.next(t)) return false;
+  if (parent->IsObject()) return parent->RemoveMember(name_ref(t));
   if (parent->IsArray()) {
     auto idx = parse_index(t);
     if (!idx || *idx >= parent->Size()) return false;

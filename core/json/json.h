@@ -7,6 +7,7 @@
 // Paths are RFC 6901 JSON Pointers ("/metadata/labels/app", "/spec/containers/0/env").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -117,6 +118,34 @@ Status set_int(Document& doc, std::string_view pointer, int64_t n);
 Status set_bool(Document& doc, std::string_view pointer, bool b);
 // Removes the member or array element; false if it was not there.
 bool remove(Document& doc, std::string_view pointer);
+
+// The reference tokens of a JSON pointer, one at a time, decoded ("~1" -> "/", "~0" -> "~"; a
+// '~' followed by anything else stays as it is). The accessors above walk every pointer they get,
+// so this allocates nothing: a token without '~' is a view into the pointer, and one with an
+// escape (label keys like "training.kubeflow.org~1replica-type") is decoded into the walker's own
+// buffer, on the heap only past kInlineToken bytes.
+class PointerTokens {
+ public:
+  explicit PointerTokens(std::string_view pointer)
+      : rest_(pointer), valid_(pointer.empty() || pointer.front() == '/'), done_(pointer.empty() || !valid_) {}
+  // A copy's tokens would point into the original's buffer.
+  PointerTokens(const PointerTokens&) = delete;
+  PointerTokens& operator=(const PointerTokens&) = delete;
+  // False when the pointer is neither "" (the root) nor starts with '/'.
+  bool valid() const { return valid_; }
+  // The next token into `token` (valid until the following call), or false after the last.
+  bool next(std::string_view& token);
+  // True when the token last returned was the pointer's last one.
+  bool at_end() const { return done_; }
+
+ private:
+  static constexpr size_t kInlineToken = 96;
+  std::string_view rest_;  // from the '/' before the next token
+  bool valid_;
+  bool done_;
+  char inline_[kInlineToken];
+  std::string long_;
+};
 
 // Splits "/a/b~1c" into {"a", "b/c"}; "" (the root) gives no tokens; nullopt when the pointer
 // does not start with '/'.

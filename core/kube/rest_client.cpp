@@ -15,13 +15,29 @@ namespace {
 using Reason = ApiError::Reason;
 using Clock = std::chrono::steady_clock;
 
+// Appends `s` percent-encoded (RFC 3986 unreserved characters stay as they are).
+void append_escaped(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+}
+
 class QueryBuilder {
  public:
   void add(std::string_view key, std::string_view value) {
     out_ += out_.empty() ? '?' : '&';
     out_ += key;
     out_ += '=';
-    out_ += url_escape(value);
+    append_escaped(out_, value);
   }
   void add_if(std::string_view key, std::string_view value) {
     if (!value.empty()) add(key, value);
@@ -122,33 +138,41 @@ class RestWatchStream final : public WatchStream {
 }  // namespace
 
 std::string url_escape(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~') {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
+  append_escaped(out, s);
   return out;
 }
 
+// Built in one string, sized for the common case (nothing to escape), as it runs per request.
 std::string resource_path(const GroupVersionResource& r, std::string_view ns, std::string_view name,
                           std::string_view subresource) {
-  std::string p = r.group.empty() ? "/api/" + url_escape(r.version)
-                                  : "/apis/" + url_escape(r.group) + "/" + url_escape(r.version);
   // A namespace object itself is cluster-scoped: /api/v1/namespaces/NAME.
-  if (!ns.empty() && !(r.group.empty() && r.resource == "namespaces")) p += "/namespaces/" + url_escape(ns);
-  p += "/" + url_escape(r.resource);
+  const bool namespaced = !ns.empty() && !(r.group.empty() && r.resource == "namespaces");
+  std::string p;
+  p.reserve(std::string_view("/apis//namespaces///").size() + 2 + r.group.size() + r.version.size() +
+            (namespaced ? ns.size() : 0) + r.resource.size() + name.size() + subresource.size());
+  if (r.group.empty()) {
+    p += "/api/";
+  } else {
+    p += "/apis/";
+    append_escaped(p, r.group);
+    p += '/';
+  }
+  append_escaped(p, r.version);
+  if (namespaced) {
+    p += "/namespaces/";
+    append_escaped(p, ns);
+  }
+  p += '/';
+  append_escaped(p, r.resource);
   if (!name.empty()) {
-    p += "/" + url_escape(name);
-    if (!subresource.empty()) p += "/" + url_escape(subresource);
+    p += '/';
+    append_escaped(p, name);
+    if (!subresource.empty()) {
+      p += '/';
+      append_escaped(p, subresource);
+    }
   }
   return p;
 }

@@ -1,5 +1,7 @@
 #include "core/metrics/metrics.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -96,14 +98,50 @@ Family::Family(std::string name, std::string help, Type type, std::vector<std::s
       label_names_(std::move(label_names)),
       bounds_(std::move(bounds)) {}
 
+bool Family::LabelsLess::operator()(const LabelValues& a, std::span<const std::string_view> b) const {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                      [](std::string_view x, std::string_view y) { return x < y; });
+}
+
+bool Family::LabelsLess::operator()(std::span<const std::string_view> a, const LabelValues& b) const {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                      [](std::string_view x, std::string_view y) { return x < y; });
+}
+
+Family::Child* Family::added(Child& c) {
+  if (type_ == Type::histogram) c.hist.cumulative.assign(bounds_.size(), 0);
+  return &c;
+}
+
 Family::Child* Family::child(const LabelValues& labels) {
   if (labels.size() != label_names_.size()) return nullptr;
   auto [it, inserted] = children_.try_emplace(labels);
-  if (inserted && type_ == Type::histogram) it->second.hist.cumulative.assign(bounds_.size(), 0);
-  return &it->second;
+  return inserted ? added(it->second) : &it->second;
+}
+
+Family::Child* Family::child(std::span<const std::string_view> labels) {
+  if (labels.size() != label_names_.size()) return nullptr;
+  auto it = children_.lower_bound(labels);
+  if (it != children_.end() && !children_.key_comp()(labels, it->first)) return &it->second;
+  it = children_.emplace_hint(it, LabelValues(labels.begin(), labels.end()), Child{});
+  return added(it->second);
+}
+
+void Family::record(Child& c, double v) {
+  ++c.hist.count;
+  c.hist.sum += v;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    if (v <= bounds_[i]) ++c.hist.cumulative[i];
+  }
 }
 
 void Family::inc(const LabelValues& labels, double by) {
+  std::lock_guard lock(mu_);
+  if (type_ == Type::histogram) return;
+  if (auto* c = child(labels)) c->value += by;
+}
+
+void Family::inc(std::span<const std::string_view> labels, double by) {
   std::lock_guard lock(mu_);
   if (type_ == Type::histogram) return;
   if (auto* c = child(labels)) c->value += by;
@@ -124,13 +162,13 @@ double Family::value(const LabelValues& labels) const {
 void Family::observe(const LabelValues& labels, double v) {
   std::lock_guard lock(mu_);
   if (type_ != Type::histogram) return;
-  auto* c = child(labels);
-  if (!c) return;
-  ++c->hist.count;
-  c->hist.sum += v;
-  for (size_t i = 0; i < bounds_.size(); ++i) {
-    if (v <= bounds_[i]) ++c->hist.cumulative[i];
-  }
+  if (auto* c = child(labels)) record(*c, v);
+}
+
+void Family::observe(std::span<const std::string_view> labels, double v) {
+  std::lock_guard lock(mu_);
+  if (type_ != Type::histogram) return;
+  if (auto* c = child(labels)) record(*c, v);
 }
 
 void Family::load(const LabelValues& labels, const HistogramData& data) {

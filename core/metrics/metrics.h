@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,10 @@ class Family {
   double value(const LabelValues& labels) const;       // 0 when the child does not exist
   // Histogram operations.
   void observe(const LabelValues& labels, double v);
+  // inc and observe for label values given as views, for what runs per request: an existing
+  // child is found without building its key (only a new child's is).
+  void inc(std::span<const std::string_view> labels, double by = 1);
+  void observe(std::span<const std::string_view> labels, double v);
   // Replaces a child's data with cumulative counts over this family's bounds.
   void load(const LabelValues& labels, const HistogramData& data);
   HistogramData histogram(const LabelValues& labels) const;
@@ -66,14 +71,24 @@ class Family {
     double value = 0;
     HistogramData hist;
   };
-  Child* child(const LabelValues& labels);  // requires mu_
+  // Orders keys and finds them from views as well (std::map's heterogeneous lookup).
+  struct LabelsLess {
+    using is_transparent = void;
+    bool operator()(const LabelValues& a, const LabelValues& b) const { return a < b; }
+    bool operator()(const LabelValues& a, std::span<const std::string_view> b) const;
+    bool operator()(std::span<const std::string_view> a, const LabelValues& b) const;
+  };
+  Child* child(const LabelValues& labels);                   // requires mu_
+  Child* child(std::span<const std::string_view> labels);    // requires mu_
+  Child* added(Child& c);                                    // a new child's histogram buckets
+  void record(Child& c, double v);                           // one histogram observation
 
   std::string name_, help_;
   Type type_;
   std::vector<std::string> label_names_;
   std::vector<double> bounds_;
   mutable std::mutex mu_;
-  std::map<LabelValues, Child> children_;
+  std::map<LabelValues, Child, LabelsLess> children_;
 };
 
 class Registry {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "core/api/meta.h"
 #include "tests/support/json.h"
 
@@ -98,6 +100,60 @@ TEST_CASE("owner reference decode errors carry field paths") {
   auto pod = doc(R"({"metadata":{"ownerReferences":[{"kind":"X"},{"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":true}]}})");
   CHECK(api::owner_references_of(pod.root()).size() == 1);
   CHECK(api::controller_of(pod.root())->name == "n");
+}
+
+TEST_CASE("controller_of is the first well-formed entry with controller: true") {
+  // Skipped: a controller without a uid, a non-controller, controller as a string or null, a
+  // non-object; the answer is the first well-formed controller, not the second.
+  auto pod = doc(R"({"metadata":{"ownerReferences":[
+      {"apiVersion":"v1","kind":"K","name":"no-uid","controller":true},
+      {"apiVersion":"v1","kind":"K","name":"plain","uid":"u-0"},
+      {"apiVersion":"v1","kind":"K","name":"not-false","uid":"u-1","controller":false},
+      {"apiVersion":"v1","kind":"K","name":"string","uid":"u-2","controller":"true"},
+      {"apiVersion":"v1","kind":"K","name":"null","uid":"u-3","controller":null},
+      "controller",
+      {"apiVersion":"v1","kind":"K","name":"first","uid":"u-4","controller":true,"blockOwnerDeletion":true},
+      {"apiVersion":"v1","kind":"K","name":"second","uid":"u-5","controller":true}]}})");
+  auto c = api::controller_of(pod.root());
+  REQUIRE(c);
+  CHECK(*c == api::OwnerReference{"v1", "K", "first", "u-4", true, true});
+  CHECK(api::is_controlled_by(pod.root(), "u-4"));
+  CHECK_FALSE(api::is_controlled_by(pod.root(), "u-5"));
+  auto bad_flag = doc(R"({"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"n","uid":"u",
+      "controller":true,"blockOwnerDeletion":"yes"}]}})");
+  CHECK_FALSE(api::controller_of(bad_flag.root()));  // malformed as a whole: skipped
+  CHECK_FALSE(api::controller_of(doc(R"({"metadata":{"ownerReferences":{"controller":true}}})").root()));
+  CHECK_FALSE(api::controller_of(doc(R"({"metadata":{}})").root()));
+}
+
+TEST_CASE("owner_references_of keeps exactly the entries OwnerReference::from_json accepts") {
+  // Each entry alone: kept (and decoded the same) if and only if from_json decodes it.
+  const char* entries[] = {
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":true,"blockOwnerDeletion":false})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":null,"blockOwnerDeletion":null,"extra":1})",
+      R"({"apiVersion":"","kind":"K","name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":null,"name":"n","uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":5,"uid":"u"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n"})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":["u"]})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","controller":1})",
+      R"({"apiVersion":"v1","kind":"K","name":"n","uid":"u","blockOwnerDeletion":"true"})",
+      R"({})",
+      R"(["v1","K","n","u"])",
+      R"("u")",
+      R"(null)",
+  };
+  for (const char* e : entries) {
+    CAPTURE(e);
+    auto entry = doc(e);
+    auto decoded = api::OwnerReference::from_json(entry.root(), FieldPath("ref"));
+    auto pod = doc(fmt::format(R"({{"metadata":{{"ownerReferences":[{}]}}}})", e));
+    auto kept = api::owner_references_of(pod.root());
+    REQUIRE(kept.size() == (decoded ? 1u : 0u));
+    if (decoded) CHECK(kept.front() == *decoded);
+    CHECK(api::controller_of(pod.root()).has_value() == (decoded && decoded->controller.value_or(false)));
+  }
 }
 
 TEST_CASE("metav1 condition encode, decode and set") {

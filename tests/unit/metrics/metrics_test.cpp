@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -57,6 +58,46 @@ TEST_CASE("histograms expose cumulative buckets, +Inf, sum and count") {
         "latency_seconds_bucket{name=\"q\",le=\"+Inf\"} 3\n"
         "latency_seconds_sum{name=\"q\"} 5.55\n"
         "latency_seconds_count{name=\"q\"} 3\n");
+}
+
+TEST_CASE("label values given as views reach the same children as owned ones, and create new ones") {
+  Registry r;
+  auto c = r.counter("requests_total", "Requests.", {"code", "method"});
+  auto h = r.histogram("duration_seconds", "Duration.", {"verb"}, {0.1, 1});
+  REQUIRE(c);
+  REQUIRE(h);
+  (*c)->inc({"200", "GET"});
+  const std::string code = "200";
+  const std::array<std::string_view, 2> get{code, "GET"};
+  (*c)->inc(get);
+  (*c)->inc(get, 2);
+  const std::array<std::string_view, 2> post{"201", "POST"};
+  (*c)->inc(post);                                             // a child the views create
+  const std::array<std::string_view, 2> prefix{"20", "GET"};  // orders before "200": its own child
+  (*c)->inc(prefix);
+  (*c)->inc(std::array<std::string_view, 1>{"200"});  // wrong arity: ignored
+  CHECK((*c)->value({"200", "GET"}) == 4);
+  CHECK((*c)->value({"201", "POST"}) == 1);
+  CHECK((*c)->value({"20", "GET"}) == 1);
+  (*h)->observe(std::array<std::string_view, 1>{"PUT"}, 0.5);  // a new child gets every bucket
+  (*h)->observe({"PUT"}, 2);
+  (*h)->inc(std::array<std::string_view, 1>{"PUT"});  // not a counter: ignored
+  const auto data = (*h)->histogram({"PUT"});
+  CHECK(data.cumulative == std::vector<uint64_t>{0, 1});
+  CHECK(data.count == 2);
+  CHECK(r.expose() ==
+        "# HELP requests_total Requests.\n"
+        "# TYPE requests_total counter\n"
+        "requests_total{code=\"20\",method=\"GET\"} 1\n"
+        "requests_total{code=\"200\",method=\"GET\"} 4\n"
+        "requests_total{code=\"201\",method=\"POST\"} 1\n"
+        "# HELP duration_seconds Duration.\n"
+        "# TYPE duration_seconds histogram\n"
+        "duration_seconds_bucket{verb=\"PUT\",le=\"0.1\"} 0\n"
+        "duration_seconds_bucket{verb=\"PUT\",le=\"1\"} 1\n"
+        "duration_seconds_bucket{verb=\"PUT\",le=\"+Inf\"} 2\n"
+        "duration_seconds_sum{verb=\"PUT\"} 2.5\n"
+        "duration_seconds_count{verb=\"PUT\"} 2\n");
 }
 
 TEST_CASE("load mirrors cumulative data kept elsewhere; collectors run before exposition") {
