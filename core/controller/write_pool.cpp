@@ -12,21 +12,26 @@ kube::ApiError internal_error(std::string message) {
 }
 
 WritePool::WritePool(int max_in_flight) : max_in_flight_(static_cast<size_t>(std::max(max_in_flight, 1))) {
-  for (size_t i = 1; i < max_in_flight_; ++i) threads_.emplace_back([this] { thread_main(); });
+  for (size_t i = 1; i < max_in_flight_; ++i) {
+    sleepers_.push_back(std::make_unique<Sleeper>());
+    threads_.emplace_back([this, self = sleepers_.back().get()] { thread_main(*self); });
+  }
 }
 
 WritePool::~WritePool() {
+  Wakes wakes;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    wakes.swap(idle_);
   }
-  cv_.notify_all();
+  for (Sleeper* s : wakes) s->wake.release();
   for (auto& t : threads_) t.join();
 }
 
 size_t WritePool::idle_threads() const {
   std::lock_guard lock(mu_);
-  return idle_;
+  return idle_.size();
 }
 
 size_t WritePool::wakeups() const {
@@ -40,23 +45,32 @@ std::optional<kube::ApiError> WritePool::run_indexed(size_t count, const Item& r
   b.run = &run;
   b.count = count;
   b.errors.resize(count);
+  Wakes wakes;
   std::unique_lock lock(mu_);
   open_.push_back(&b);
-  wake_for_work_locked(in_flight_ < max_in_flight_ ? 1 : 0);
+  wake_for_work_locked(in_flight_ < max_in_flight_ ? 1 : 0, wakes);
   for (;;) {
     if (b.next < b.count && in_flight_ < max_in_flight_) {
       const size_t index = claim_locked(b);
-      run_item(lock, b, index);
+      run_item(lock, wakes, b, index);
       // Done with its own share, the caller hands the slot it frees to whoever waits for one.
-      if (b.next == b.count && !open_.empty()) wake_for_work_locked(0);
+      if (b.next == b.count && !open_.empty()) wake_for_work_locked(0, wakes);
       continue;
     }
     if (b.done == b.count) break;
+    if (!wakes.empty()) {  // picked while no slot was free for this caller
+      lock.unlock();
+      for (Sleeper* s : wakes) s->wake.release();
+      wakes.clear();
+      lock.lock();
+      continue;
+    }
     b.caller_waiting = true;
     b.caller_cv.wait(lock);
     b.caller_waiting = false;
   }
   lock.unlock();
+  for (Sleeper* s : wakes) s->wake.release();
   for (auto& e : b.errors)
     if (e) return std::move(e);
   return std::nullopt;
@@ -69,8 +83,10 @@ size_t WritePool::claim_locked(Batch& b) {
   return index;
 }
 
-void WritePool::run_item(std::unique_lock<std::mutex>& lock, Batch& b, size_t index) {
+void WritePool::run_item(std::unique_lock<std::mutex>& lock, Wakes& wakes, Batch& b, size_t index) {
   lock.unlock();
+  for (Sleeper* s : wakes) s->wake.release();
+  wakes.clear();
   std::optional<kube::ApiError> e;
   try {
     e = (*b.run)(index);
@@ -84,16 +100,16 @@ void WritePool::run_item(std::unique_lock<std::mutex>& lock, Batch& b, size_t in
   if (++b.done == b.count && b.caller_waiting) b.caller_cv.notify_one();
 }
 
-void WritePool::wake_for_work_locked(size_t reserved) {
+void WritePool::wake_for_work_locked(size_t reserved, Wakes& wakes) {
   size_t unclaimed = 0;
   for (const Batch* b : open_) unclaimed += b->count - b->next;
-  const size_t busy = in_flight_ + wake_signals_ + reserved;
+  const size_t busy = in_flight_ + picked_ + reserved;
   size_t want = std::min(unclaimed > reserved ? unclaimed - reserved : 0, max_in_flight_ > busy ? max_in_flight_ - busy : 0);
-  for (; want > 0 && idle_ > 0; --want) {
-    --idle_;
-    ++wake_signals_;
+  for (; want > 0 && !idle_.empty(); --want) {
+    wakes.push_back(idle_.back());
+    idle_.pop_back();
+    ++picked_;
     ++wakeups_;
-    cv_.notify_one();
   }
   // No thread asleep: a caller waiting for a slot for its own items takes it.
   for (Batch* b : open_) {
@@ -104,20 +120,22 @@ void WritePool::wake_for_work_locked(size_t reserved) {
   }
 }
 
-void WritePool::thread_main() {
+void WritePool::thread_main(Sleeper& self) {
+  Wakes wakes;
   std::unique_lock lock(mu_);
   for (;;) {
     if (!open_.empty() && in_flight_ < max_in_flight_) {
       Batch& b = *open_.front();
       const size_t index = claim_locked(b);
-      run_item(lock, b, index);
+      run_item(lock, wakes, b, index);
       continue;
     }
     if (stopping_) return;
-    ++idle_;
-    cv_.wait(lock, [&] { return wake_signals_ > 0 || stopping_; });
-    if (wake_signals_ > 0) --wake_signals_;
-    else --idle_;
+    idle_.push_back(&self);
+    lock.unlock();
+    self.wake.acquire();
+    lock.lock();
+    if (picked_ > 0 && !stopping_) --picked_;
   }
 }
 

@@ -13,8 +13,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -60,27 +62,36 @@ class WritePool {
     std::condition_variable caller_cv;
   };
 
+  // Each thread sleeps on its own semaphore: waking k of them is k direct wake-ups (a shared
+  // condition variable signalled k times in a row can block the signaller in glibc until the
+  // first ones have woken).
+  struct Sleeper {
+    std::binary_semaphore wake{0};
+  };
+  using Wakes = std::vector<Sleeper*>;
+
   std::optional<kube::ApiError> run_indexed(size_t count, const Item& run);
-  void thread_main();
+  void thread_main(Sleeper& self);
   // Takes the next item of `b` (a slot must be free); drops `b` from the open batches once all
   // its items are taken.
   size_t claim_locked(Batch& b);
-  // Runs item `index` of `b` without the lock, then records it.
-  void run_item(std::unique_lock<std::mutex>& lock, Batch& b, size_t index);
-  // Wakes sleeping threads for items nobody took, as many as there are such items and free
-  // slots, minus `reserved` (items the caller of this call will take itself); with no thread
-  // asleep, a caller whose batch waits for a slot.
-  void wake_for_work_locked(size_t reserved);
+  // Releases the lock, wakes `wakes`, runs item `index` of `b`, then records it under the lock.
+  void run_item(std::unique_lock<std::mutex>& lock, Wakes& wakes, Batch& b, size_t index);
+  // Picks sleeping threads for items nobody took, as many as there are such items and free
+  // slots, minus `reserved` (items the caller of this call will take itself), into `wakes` (to be
+  // woken once the lock is released); with no thread asleep, wakes a caller whose batch waits
+  // for a slot.
+  void wake_for_work_locked(size_t reserved, Wakes& wakes);
 
   const size_t max_in_flight_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // pool threads: wake_signals_ or stopping_
-  std::deque<Batch*> open_;     // batches with items nobody took yet, oldest first
+  std::deque<Batch*> open_;  // batches with items nobody took yet, oldest first
   size_t in_flight_ = 0;
-  size_t idle_ = 0;           // threads asleep and not yet signalled
-  size_t wake_signals_ = 0;   // signals sent that no thread has taken yet
+  std::vector<Sleeper*> idle_;  // threads asleep and not picked, the last to sleep last
+  size_t picked_ = 0;           // threads picked to wake that have not taken the lock since
   size_t wakeups_ = 0;
   bool stopping_ = false;
+  std::vector<std::unique_ptr<Sleeper>> sleepers_;
   std::vector<std::thread> threads_;
 };
 
