@@ -69,8 +69,8 @@ void WorkQueue::enqueue_locked(const std::string& key, Dirty& dirty) {
 
 void WorkQueue::wake_waiting_locked(Clock::SteadyTime ready) {
   if (waiting_until_.empty()) return;
-  // A worker that wakes by `ready` anyway looks at the lanes then (all of them sleep until the
-  // same front entries or deadline, so a later one does not need waking either).
+  // Every waiting worker looks at the lanes again when it wakes: if all of them wake by `ready`
+  // anyway, none needs waking now.
   if (!shutting_down_ && ready >= *waiting_until_.rbegin()) return;
   ++wakeups_;
   cv_.notify_all();
