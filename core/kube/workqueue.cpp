@@ -64,6 +64,15 @@ void WorkQueue::enqueue_locked(const std::string& key, Dirty& dirty) {
   (dirty.lane == Lane::First ? first_ : ordinary_).push_back(Entry{key, dirty.ticket, since + settle_});
   ++queued_;
   ++changes_;
+  wake_waiting_locked(since + settle_);
+}
+
+void WorkQueue::wake_waiting_locked(Clock::SteadyTime ready) {
+  if (waiting_until_.empty()) return;
+  // Every waiting worker looks at the lanes again when it wakes: if all of them wake by `ready`
+  // anyway, none needs waking now.
+  if (!shutting_down_ && ready >= *waiting_until_.rbegin()) return;
+  ++wakeups_;
   cv_.notify_all();
 }
 
@@ -123,7 +132,7 @@ void WorkQueue::add_after(const std::string& key, Clock::Duration delay) {
     it->second = ready;
   }
   delayed_.push(Delayed{ready, seq_++, key});
-  cv_.notify_all();  // a sleeping worker may have to wake earlier now
+  wake_waiting_locked(ready);  // a sleeping worker may have to wake earlier now
 }
 
 void WorkQueue::add_rate_limited(const std::string& key) {
@@ -178,7 +187,9 @@ std::optional<std::string> WorkQueue::get_impl(std::optional<Clock::SteadyTime> 
     if (!delayed_.empty()) wake = std::min(wake, delayed_.top().ready);
     if (deadline) wake = std::min(wake, *deadline);
     const uint64_t seq = seq_, changes = changes_;
+    const auto waiting = waiting_until_.insert(wake);
     clock_.wait_until(lock, cv_, wake, [&] { return shutting_down_ || seq_ != seq || changes_ != changes; });
+    waiting_until_.erase(waiting);
   }
 }
 
@@ -189,7 +200,7 @@ void WorkQueue::done(const std::string& key) {
   work_duration_.observe(seconds_between(it->second, clock_.steady_now()));
   processing_.erase(it);
   if (auto d = dirty_.find(key); d != dirty_.end()) enqueue_locked(key, d->second);
-  cv_.notify_all();
+  if (drainers_ > 0) cv_.notify_all();
 }
 
 void WorkQueue::shut_down() {
@@ -204,8 +215,11 @@ void WorkQueue::shut_down() {
 bool WorkQueue::shut_down_with_drain(Clock::Duration timeout) {
   shut_down();
   std::unique_lock lock(mu_);
-  return clock_.wait_until(lock, cv_, clock_.steady_now() + timeout,
-                           [&] { return queued_ == 0 && processing_.empty(); });
+  ++drainers_;
+  const bool drained = clock_.wait_until(lock, cv_, clock_.steady_now() + timeout,
+                                         [&] { return queued_ == 0 && processing_.empty(); });
+  --drainers_;
+  return drained;
 }
 
 bool WorkQueue::shutting_down() const {
@@ -228,6 +242,8 @@ WorkQueueMetrics WorkQueue::metrics() const {
   m.adds = adds_;
   m.retries = retries_;
   m.first_adds = first_adds_;
+  m.waiting_workers = static_cast<int64_t>(waiting_until_.size());
+  m.wakeups = wakeups_;
   m.queue_latency = queue_latency_;
   m.work_duration = work_duration_;
   for (const auto& [k, started] : processing_) {

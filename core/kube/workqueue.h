@@ -15,6 +15,10 @@
 //
 // With a `settle` time, a queued key is handed out no sooner than that after it was queued: the
 // changes that arrive together (a job's four pods starting) make one pass, not four.
+//
+// A waiting worker is woken only when a key becomes ready before the time it already sleeps
+// until: the adds that a settle time holds back behind an earlier key (a job's burst of child
+// events) cost the adding thread no wake-up call and the worker no wake-up.
 #pragma once
 
 #include <array>
@@ -26,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +56,8 @@ struct WorkQueueMetrics {
   uint64_t adds = 0;            // add() calls that queued a key (deduplicated adds are not counted)
   uint64_t retries = 0;         // add_rate_limited() calls
   uint64_t first_adds = 0;      // adds that queued a key in the first lane (or moved it there)
+  int64_t waiting_workers = 0;  // get() calls blocked until a key is ready
+  uint64_t wakeups = 0;         // times waiting workers were woken early to look again
   Histogram queue_latency;      // time from queued to handed out
   Histogram work_duration;      // time from get() to done()
   double longest_running_seconds = 0;  // the oldest key still being processed
@@ -115,6 +122,8 @@ class WorkQueue {
   };
 
   void add_locked(const std::string& key, Lane lane);
+  // Wakes the waiting workers if one of them sleeps past `ready` (or the queue is draining).
+  void wake_waiting_locked(Clock::SteadyTime ready);
   void enqueue_locked(const std::string& key, Dirty& dirty);
   // The next key to hand out (dropping stale entries), or nullopt when none is ready; `wake` is
   // lowered to when the first entry not ready yet will be.
@@ -140,6 +149,9 @@ class WorkQueue {
   std::unordered_map<std::string, Clock::SteadyTime> delayed_ready_;  // earliest ready time per key
   uint64_t seq_ = 0;
   bool shutting_down_ = false;
+  std::multiset<Clock::SteadyTime> waiting_until_;  // the wake-up time of each waiting get()
+  int drainers_ = 0;                                // shut_down_with_drain() calls waiting
+  uint64_t wakeups_ = 0;
   uint64_t adds_ = 0;
   uint64_t retries_ = 0;
   uint64_t first_adds_ = 0;

@@ -139,6 +139,20 @@ double cpu_ms(pid_t pid) {
   return (std::stod(fields[11]) + std::stod(fields[12])) * 1000.0 / ticks;
 }
 
+// Context switches (voluntary + involuntary) of a live process, summed over its threads: each is
+// a thread that slept and was woken, or was preempted; a thread that already exited is not counted.
+long context_switches(pid_t pid) {
+  long total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::istringstream in(read_text(task.path().string() + "/status"));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        total += std::stol(line.substr(line.find(':') + 1));
+  }
+  return total;
+}
+
 long rss_kb(pid_t pid) {
   std::istringstream in(read_text(fmt::format("/proc/{}/status", pid)));
   for (std::string line; std::getline(in, line);)
@@ -424,6 +438,7 @@ struct RunResult {
   double kib_per_pod_end = 0, kib_per_pod_restart = 0;
   double rss_end_mb = 0, rss_restart_mb = 0;
   double operator_ms_per_job = 0, cluster_ms_per_job = 0;
+  double operator_switches_per_job = 0;
   double writes_per_job = 0, events_per_job = 0;
   double pods_created_s = 0, all_succeeded_s = 0;
   double delay_p50_s = 0, delay_p99_s = 0, delay_max_s = 0;
@@ -516,6 +531,7 @@ RunResult run_batch(const Options& o, int n, double qps) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const long rss0 = rss_kb(rig.operator_pid());
   const double op_cpu0 = cpu_ms(rig.operator_pid()), cl_cpu0 = cpu_ms(rig.cluster_pid());
+  const long op_switches0 = context_switches(rig.operator_pid());
   const Writes w0 = rig.writes();
 
   kube::RealClock clock;
@@ -574,6 +590,7 @@ RunResult run_batch(const Options& o, int n, double qps) {
   const long rss1 = rss_kb(rig.operator_pid());
   r.operator_ms_per_job = (cpu_ms(rig.operator_pid()) - op_cpu0) / n;
   r.cluster_ms_per_job = (cpu_ms(rig.cluster_pid()) - cl_cpu0) / n;
+  r.operator_switches_per_job = static_cast<double>(context_switches(rig.operator_pid()) - op_switches0) / n;
   r.writes_per_job = static_cast<double>(w1.operator_writes) / n;
   r.events_per_job = static_cast<double>(w1.events) / n;
   r.writes_detail = w1.describe();
@@ -696,11 +713,11 @@ int main(int argc, char** argv) {
         RunResult r = run_batch(o, n, q);
         fmt::print(
             "run qps={} jobs={} #{}: ok={} KiB/pod end={:.2f} restart={:.2f} RSS end={:.1f} MB restart={:.1f} MB "
-            "operator={:.2f} ms/job cluster={:.2f} ms/job writes={:.2f}/job events={:.2f}/job pods created {:.1f} s "
+            "operator={:.2f} ms/job cluster={:.2f} ms/job operator context switches={:.1f}/job writes={:.2f}/job events={:.2f}/job pods created {:.1f} s "
             "all terminal {:.1f} s delay p50={:.2f} s p99={:.2f} s max={:.2f} s restart writes={} restart CPU={:.0f} ms "
             "reconciles={:.1f}/job ({:.0f} s wall)\n  writes: {}\n",
             q, n, i + 1, r.ok, r.kib_per_pod_end, r.kib_per_pod_restart, r.rss_end_mb, r.rss_restart_mb,
-            r.operator_ms_per_job, r.cluster_ms_per_job, r.writes_per_job, r.events_per_job, r.pods_created_s,
+            r.operator_ms_per_job, r.cluster_ms_per_job, r.operator_switches_per_job, r.writes_per_job, r.events_per_job, r.pods_created_s,
             r.all_succeeded_s, r.delay_p50_s, r.delay_p99_s, r.delay_max_s, r.restart_writes, r.restart_operator_ms,
             r.reconciles_per_job, seconds_since(started), r.writes_detail);
         std::fflush(stdout);

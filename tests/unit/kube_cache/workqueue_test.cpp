@@ -344,3 +344,39 @@ TEST_CASE("workqueue: with a settle time, a key is handed out that long after it
   q.shut_down();
   CHECK(q.get() == "d");
 }
+
+TEST_CASE("workqueue: adds that settle behind a key a worker already waits for do not wake it", "[workqueue]") {
+  FakeClock clock;
+  WorkQueue q(clock, no_limit(), 100ms);
+  q.add("a");
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.get(); });
+  // The worker sleeps until "a" is ready.
+  REQUIRE(clock.await_waiters(1));
+  REQUIRE(q.metrics().waiting_workers == 1);
+  clock.advance(10ms);
+  q.add("b");
+  q.add_first("c");
+  q.add_after("d", 200ms);
+  q.add("a");  // already queued
+  CHECK(q.metrics().wakeups == 0);
+  clock.advance(90ms);
+  worker.join();
+  CHECK(got == "a");
+  CHECK(q.metrics().wakeups == 0);
+  q.done("a");
+
+  q.shut_down();
+
+  // A key ready before the time a worker sleeps until wakes it.
+  WorkQueue later(clock, no_limit(), 100ms);
+  later.add_after("late", 10s);
+  worker = std::thread([&] { got = later.get(); });
+  REQUIRE(clock.await_waiters(1));
+  REQUIRE(later.metrics().waiting_workers == 1);
+  later.add("soon");
+  CHECK(later.metrics().wakeups == 1);
+  clock.advance(100ms);
+  worker.join();
+  CHECK(got == "soon");
+}
