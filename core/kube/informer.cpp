@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <list>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
@@ -256,8 +258,69 @@ struct Indexer::Tokens {
   }
 };
 
-Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields)
-    : indexers_(std::move(indexers)), index_fields_(std::move(index_fields)), tokens_(std::make_unique<Tokens>()) {}
+// The decoded documents an Indexer keeps for its readers (see Indexer), most recently used at
+// the front. Keyed by views of the keys in Indexer::items_: an entry is dropped before its item
+// is erased, and the Indexer's items outlive its memo.
+class Indexer::Memo {
+ public:
+  explicit Memo(size_t capacity) : capacity_(capacity) { by_key_.reserve(capacity); }
+
+  ObjectPtr find(std::string_view key) {
+    if (capacity_ == 0) return nullptr;
+    std::lock_guard g(mu_);
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+
+  void put(std::string_view key, ObjectPtr doc) {
+    if (capacity_ == 0) return;
+    ObjectPtr evicted;  // freed once the lock is released
+    std::lock_guard g(mu_);
+    if (auto it = by_key_.find(key); it != by_key_.end()) {
+      evicted = std::exchange(it->second->second, std::move(doc));
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return;
+    }
+    if (by_key_.size() >= capacity_) {
+      // The least recently used entry's node becomes the new one.
+      auto last = std::prev(lru_.end());
+      by_key_.erase(last->first);
+      last->first = key;
+      evicted = std::exchange(last->second, std::move(doc));
+      lru_.splice(lru_.begin(), lru_, last);
+    } else {
+      lru_.emplace_front(key, std::move(doc));
+    }
+    by_key_.emplace(key, lru_.begin());
+  }
+
+  void drop(std::string_view key) {
+    if (capacity_ == 0) return;
+    ObjectPtr dropped;
+    std::lock_guard g(mu_);
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return;
+    dropped = std::move(it->second->second);
+    lru_.erase(it->second);
+    by_key_.erase(it);
+  }
+
+ private:
+  using Lru = std::list<std::pair<std::string_view, ObjectPtr>>;
+  const size_t capacity_;
+  std::mutex mu_;
+  Lru lru_;
+  std::unordered_map<std::string_view, Lru::iterator> by_key_;
+};
+
+Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields,
+                 size_t memo_entries)
+    : indexers_(std::move(indexers)),
+      index_fields_(std::move(index_fields)),
+      tokens_(std::make_unique<Tokens>()),
+      memo_(std::make_unique<Memo>(memo_entries)) {}
 
 Indexer::~Indexer() = default;
 
@@ -270,16 +333,23 @@ ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
   return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
 }
 
+ObjectPtr Indexer::read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const {
+  if (ObjectPtr hit = memo_->find(item.first)) return hit;
+  ObjectPtr doc = decode(item.second, fields);
+  if (remember && !fields && doc) memo_->put(item.first, doc);
+  return doc;
+}
+
 ObjectPtr Indexer::get(const std::string& key) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : decode(it->second);
+  return it == items_.end() ? nullptr : read(*it, nullptr, true);
 }
 
 ObjectPtr Indexer::get(const std::string& key, const json::FieldMask& fields) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : decode(it->second, &fields);
+  return it == items_.end() ? nullptr : read(*it, &fields, false);
 }
 
 bool Indexer::holds(const std::string& key, std::string_view uid) const {
@@ -292,7 +362,8 @@ std::vector<ObjectPtr> Indexer::list() const {
   std::shared_lock g(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [k, v] : items_) out.push_back(decode(v));
+  // Every object once: remembering them would only push out the ones readers come back to.
+  for (const auto& item : items_) out.push_back(read(item, nullptr, false));
   return out;
 }
 
@@ -321,7 +392,7 @@ std::vector<ObjectPtr> Indexer::by_index(const std::string& index, const std::st
   auto it = idx->second.find(value);
   if (it == idx->second.end()) return out;
   for (const auto& key : it->second) {
-    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(decode(obj->second));
+    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(read(*obj, nullptr, true));
   }
   return out;
 }
@@ -355,10 +426,11 @@ void Indexer::reindex_locked(std::string_view key, const json::Value* before, co
   }
 }
 
-ObjectPtr Indexer::previous_for(const Entry& e, DecodePrevious previous) const {
-  if (previous.decode) return decode(e, previous.fields);
-  if (indexers_.empty()) return nullptr;
-  return decode(e, index_fields_.get());
+ObjectPtr Indexer::previous_for(const Items::value_type& item, DecodePrevious previous) const {
+  if (!previous.decode && indexers_.empty()) return nullptr;
+  // Usually the document the last watch event of this object stored.
+  if (ObjectPtr hit = memo_->find(item.first)) return hit;
+  return decode(item.second, previous.decode ? previous.fields : index_fields_.get());
 }
 
 void Indexer::recode_locked() {
@@ -372,6 +444,15 @@ void Indexer::recode_locked() {
 }
 
 Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj, DecodePrevious previous) {
+  return write(key, obj, nullptr, previous);
+}
+
+Indexer::Previous Indexer::upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous) {
+  const json::Value& root = obj->root();
+  return write(key, root, std::move(obj), previous);
+}
+
+Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous) {
   const uint64_t uid_hash = hash_uid(json::get_string(obj, "/metadata/uid").value_or(""));
   std::unique_lock g(mu_);
   if (!tokens_->fixed()) {
@@ -385,7 +466,7 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   Previous out;
   if (!inserted) {
     out.existed = true;
-    ObjectPtr old = previous_for(it->second, previous);
+    ObjectPtr old = previous_for(*it, previous);
     reindex_locked(it->first, old ? &old->root() : nullptr, &obj);
     if (previous.decode) out.object = std::move(old);
     text_bytes_ -= it->second.text.size();
@@ -394,6 +475,8 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   }
   text_bytes_ += text.size();
   it->second = Entry{std::move(text), uid_hash};
+  if (shared) memo_->put(it->first, std::move(shared));
+  else memo_->drop(it->first);
   return out;
 }
 
@@ -403,10 +486,11 @@ Indexer::Previous Indexer::erase(const std::string& key, DecodePrevious previous
   if (it == items_.end()) return {};
   Previous out;
   out.existed = true;
-  ObjectPtr old = previous_for(it->second, previous);
+  ObjectPtr old = previous_for(*it, previous);
   if (old) reindex_locked(it->first, &old->root(), nullptr);
   if (previous.decode) out.object = std::move(old);
   text_bytes_ -= it->second.text.size();
+  memo_->drop(it->first);
   items_.erase(it);
   return out;
 }
@@ -433,7 +517,7 @@ std::string rv_of(const json::Value& obj) {
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields) {}
+    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields, opts_.memo_entries) {}
 
 Informer::~Informer() { stop(); }
 
@@ -531,14 +615,15 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-void Informer::apply_upsert(const std::string& key, const json::Value& obj) {
+void Informer::apply_upsert(const std::string& key, ObjectPtr obj) {
   std::lock_guard g(dispatch_mu_);
-  upsert_and_notify(key, obj);
+  const json::Value& root = obj->root();
+  upsert_and_notify(key, root, std::move(obj));
 }
 
-void Informer::upsert_and_notify(const std::string& key, const json::Value& obj) {
+void Informer::upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared) {
   const DecodePrevious how{decode_previous_, previous_whole_ || !previous_fields_ ? nullptr : &*previous_fields_};
-  Indexer::Previous old = cache_.upsert(key, obj, how);
+  Indexer::Previous old = shared ? cache_.upsert(key, std::move(shared), how) : cache_.upsert(key, obj, how);
   for (const auto& h : handlers_) {
     if (old) {
       if (h.on_update && old.object) h.on_update(old.object->root(), obj);
@@ -724,7 +809,8 @@ bool Informer::watch_once(Scope& scope) {
         auto key = object_key(ev.object.root());
         auto rv = rv_of(ev.object.root());
         // An object that no longer matches what the cache wants leaves it like a deleted one.
-        if (wanted(ev.object.root())) apply_upsert(key, ev.object.root());
+        // The event's document becomes what the cache's readers get (nothing to decode).
+        if (wanted(ev.object.root())) apply_upsert(key, std::make_shared<const json::Document>(std::move(ev.object)));
         else apply_delete(key, &ev.object.root(), false);
         std::lock_guard g(mu_);
         ++stats_.events;
