@@ -170,21 +170,41 @@ bool codable(std::string_view s) {
 }
 
 // A Writer that writes a coded string as its one byte.
+// The coded strings, and what rules most strings out before a hash lookup: their lengths and
+// first bytes.
+struct CodeLookup {
+  std::unordered_map<std::string_view, char> codes;
+  std::array<bool, 256> first_byte{};
+  size_t shortest = SIZE_MAX, longest = 0;
+
+  void add(std::string_view s, char code) {
+    codes.emplace(s, code);
+    first_byte[static_cast<unsigned char>(s.front())] = true;
+    shortest = std::min(shortest, s.size());
+    longest = std::max(longest, s.size());
+  }
+  const char* find(const char* s, size_t n) const {
+    if (n < shortest || n > longest || !first_byte[static_cast<unsigned char>(s[0])]) return nullptr;
+    auto it = codes.find(std::string_view(s, n));
+    return it == codes.end() ? nullptr : &it->second;
+  }
+};
+
 class TokenWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
  public:
-  TokenWriter(rapidjson::StringBuffer& out, const std::unordered_map<std::string_view, char>& codes)
+  TokenWriter(rapidjson::StringBuffer& out, const CodeLookup& codes)
       : rapidjson::Writer<rapidjson::StringBuffer>(out), codes_(codes) {}
   bool String(const char* s, rapidjson::SizeType n, bool copy = false) {
-    auto it = codes_.find(std::string_view(s, n));
-    if (it == codes_.end()) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
+    const char* code = codes_.find(s, n);
+    if (!code) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
     Prefix(rapidjson::kStringType);
-    os_->Put(it->second);
+    os_->Put(*code);
     return EndValue(true);
   }
   bool Key(const char* s, rapidjson::SizeType n, bool copy = false) { return String(s, n, copy); }
 
  private:
-  const std::unordered_map<std::string_view, char>& codes_;
+  const CodeLookup& codes_;
 };
 
 }  // namespace
@@ -200,7 +220,9 @@ struct Indexer::Tokens {
   std::unordered_map<std::string, uint64_t> saving;  // while learning
   std::vector<std::string> table;                    // code kCodes[i] stands for table[i]
   std::array<int16_t, 0x20> index_of{};              // code byte -> table index, -1 for none
-  std::unordered_map<std::string_view, char> codes;  // views of table
+  CodeLookup codes;                                  // views of table
+  // encode()'s output buffer, kept between calls (the store calls it under its write lock).
+  mutable rapidjson::StringBuffer scratch;
 
   bool fixed() const { return seen >= kLearnFrom; }
 
@@ -229,98 +251,109 @@ struct Indexer::Tokens {
       table.push_back(std::move(best[i].second));
       index_of[kCodes[i]] = static_cast<int16_t>(i);
     }
-    for (size_t i = 0; i < table.size(); ++i) codes.emplace(table[i], static_cast<char>(kCodes[i]));
+    for (size_t i = 0; i < table.size(); ++i) codes.add(table[i], static_cast<char>(kCodes[i]));
     saving = {};
   }
 
   std::string encode(const json::Value& obj) const {
-    rapidjson::StringBuffer buf;
-    TokenWriter w(buf, codes);
+    scratch.Clear();
+    TokenWriter w(scratch, codes);
     obj.Accept(w);
-    return {buf.GetString(), buf.GetSize()};
+    return {scratch.GetString(), scratch.GetSize()};
   }
 
-  // The plain JSON of a coded text.
+  // The plain JSON of a coded text: the runs between codes are copied whole.
   std::string expand(std::string_view text) const {
     std::string out;
     out.reserve(text.size() * 2);
-    for (char c : text) {
-      const auto b = static_cast<unsigned char>(c);
-      if (b < 0x20 && index_of[b] >= 0) {
-        out += '"';
-        out += table[static_cast<size_t>(index_of[b])];
-        out += '"';
-      } else {
-        out += c;
-      }
+    size_t run = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      if (b >= 0x20 || index_of[b] < 0) continue;
+      out.append(text, run, i - run);
+      out += '"';
+      out += table[static_cast<size_t>(index_of[b])];
+      out += '"';
+      run = i + 1;
     }
+    out.append(text, run, text.size() - run);
     return out;
   }
 };
 
 // The decoded documents an Indexer keeps for its readers (see Indexer), most recently used at
-// the front. Keyed by views of the keys in Indexer::items_: an entry is dropped before its item
-// is erased, and the Indexer's items outlive its memo.
+// the front, within a budget of their pools' bytes. Keyed by views of the keys in
+// Indexer::items_: an entry is dropped before its item is erased, and the Indexer's items
+// outlive its memo.
 class Indexer::Memo {
  public:
-  explicit Memo(size_t capacity) : capacity_(capacity) { by_key_.reserve(capacity); }
+  explicit Memo(size_t budget_bytes) : budget_(budget_bytes) {}
 
   ObjectPtr find(std::string_view key) {
-    if (capacity_ == 0) return nullptr;
+    if (budget_ == 0) return nullptr;
     std::lock_guard g(mu_);
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
+    return it->second->doc;
   }
 
   void put(std::string_view key, ObjectPtr doc) {
-    if (capacity_ == 0) return;
-    ObjectPtr evicted;  // freed once the lock is released
+    if (budget_ == 0) return;
+    const size_t bytes = doc->allocated_bytes();
+    std::vector<ObjectPtr> evicted;  // freed once the lock is released
     std::lock_guard g(mu_);
     if (auto it = by_key_.find(key); it != by_key_.end()) {
-      evicted = std::exchange(it->second->second, std::move(doc));
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return;
+      used_ -= it->second->bytes;
+      evicted.push_back(std::move(it->second->doc));
+      lru_.erase(it->second);
+      by_key_.erase(it);
     }
-    if (by_key_.size() >= capacity_) {
-      // The least recently used entry's node becomes the new one.
-      auto last = std::prev(lru_.end());
-      by_key_.erase(last->first);
-      last->first = key;
-      evicted = std::exchange(last->second, std::move(doc));
-      lru_.splice(lru_.begin(), lru_, last);
-    } else {
-      lru_.emplace_front(key, std::move(doc));
+    if (bytes > budget_) return;
+    while (used_ + bytes > budget_) {
+      Kept& last = lru_.back();
+      used_ -= last.bytes;
+      evicted.push_back(std::move(last.doc));
+      by_key_.erase(last.key);
+      lru_.pop_back();
     }
+    lru_.push_front(Kept{key, std::move(doc), bytes});
     by_key_.emplace(key, lru_.begin());
+    used_ += bytes;
   }
 
   void drop(std::string_view key) {
-    if (capacity_ == 0) return;
+    if (budget_ == 0) return;
     ObjectPtr dropped;
     std::lock_guard g(mu_);
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return;
-    dropped = std::move(it->second->second);
+    used_ -= it->second->bytes;
+    dropped = std::move(it->second->doc);
     lru_.erase(it->second);
     by_key_.erase(it);
   }
 
  private:
-  using Lru = std::list<std::pair<std::string_view, ObjectPtr>>;
-  const size_t capacity_;
+  struct Kept {
+    std::string_view key;
+    ObjectPtr doc;
+    size_t bytes;
+  };
+  using Lru = std::list<Kept>;
+  const size_t budget_;
   std::mutex mu_;
   Lru lru_;
   std::unordered_map<std::string_view, Lru::iterator> by_key_;
+  size_t used_ = 0;
 };
 
 Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields,
-                 size_t memo_entries)
+                 size_t memo_bytes)
     : indexers_(std::move(indexers)),
       index_fields_(std::move(index_fields)),
       tokens_(std::make_unique<Tokens>()),
-      memo_(std::make_unique<Memo>(memo_entries)) {}
+      memo_(std::make_unique<Memo>(memo_bytes)) {}
 
 Indexer::~Indexer() = default;
 
@@ -517,7 +550,7 @@ std::string rv_of(const json::Value& obj) {
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields, opts_.memo_entries) {}
+    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields, opts_.memo_bytes) {}
 
 Informer::~Informer() { stop(); }
 

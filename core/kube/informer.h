@@ -102,8 +102,9 @@ struct DecodePrevious {
   const json::FieldMask* fields = nullptr;
 };
 
-// How many decoded objects an Indexer keeps for its readers by default (see Indexer).
-inline constexpr size_t kDecodedMemoEntries = 256;
+// The bytes of decoded objects an Indexer keeps for its readers by default (see Indexer):
+// about 50 cached pods, 120 Services or 20 PyTorchJobs.
+inline constexpr size_t kDecodedMemoBytes = 128 * 1024;
 
 // A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
 // decoded when read: a decoded pod takes about 2.5 times the bytes of its text, and an
@@ -111,17 +112,19 @@ inline constexpr size_t kDecodedMemoEntries = 256;
 // The strings the objects of one store repeat most (member names, label keys, the operator's
 // label values, condition types) are one byte each in that text: the store learns them from its
 // first objects (see Tokens in informer.cpp).
-// The last `memo_entries` objects read or written through a shared document (the informer's
-// watch events) stay decoded, least recently used first out, until their object changes: a
-// reconcile reads the children a watch event just stored, the same child twice in one pass,
-// and an update's previous version is usually the document the last event stored. Readers
-// share those documents (they are const); a bounded number, so not part of the per-object cost.
+// The objects read last, or written through a shared document (the informer's watch events),
+// stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
+// recently used out first): an update's previous version is usually the document the store's
+// last events stored, and a reconcile reads the same child twice in one pass (its Services by
+// owner, then by name). Readers share those documents (they are const). The budget is fixed,
+// so it is not part of the memory per cached object; the store's first objects, read once
+// each by a resync, do not profit from it.
 class Indexer {
  public:
   // `index_fields`: what the index functions read (index_by_namespace and
   // index_by_controller_uid: builtin_index_fields()); null: they may read anything.
   explicit Indexer(std::map<std::string, IndexFunc> indexers = {}, std::shared_ptr<const json::FieldMask> index_fields = nullptr,
-                   size_t memo_entries = kDecodedMemoEntries);
+                   size_t memo_bytes = kDecodedMemoBytes);
   ~Indexer();
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
@@ -227,8 +230,9 @@ struct InformerOptions {
   // What `indexers` read of an object (Indexer): builtin_index_fields() for the built-in ones;
   // null: anything (the previous version of an object is then decoded whole to unindex it).
   std::shared_ptr<const json::FieldMask> index_fields;
-  // Decoded objects the cache keeps for its readers (Indexer); 0: none, every read decodes.
-  size_t memo_entries = kDecodedMemoEntries;
+  // The bytes of decoded objects the cache keeps for its readers (Indexer); 0: none, every
+  // read decodes.
+  size_t memo_bytes = kDecodedMemoBytes;
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max

@@ -734,7 +734,7 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   (void)c.seed(kPods, realistic_pod("ns", "a").root());
   InformerOptions o = pod_options();
   o.index_fields = builtin_index_fields();  // what the namespace index reads is decoded as well
-  o.memo_entries = 0;  // else the previous version is the last event's document, whole
+  o.memo_bytes = 0;  // else the previous version is the last event's document, whole
   Informer inf(c, clock, o);
   std::mutex mu;
   std::vector<std::string> seen;  // what each on_update saw of the previous version
@@ -773,8 +773,15 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
 
 TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes; the memo is bounded",
           "[informer]") {
+  // Room for 8 decoded pods of this size (their pools differ by a few bytes with their names).
   const size_t kMemo = 8;
-  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo);
+  size_t pod_bytes = 0;
+  {
+    Indexer probe({}, nullptr, 0);
+    for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
+    pod_bytes = probe.get("ns/p100")->allocated_bytes();
+  }
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo * pod_bytes + pod_bytes / 2);
   for (int i = 0; i < 250; ++i) {  // past the learning of its codes
     auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
     store.upsert(object_key(pod.root()), pod.root());
@@ -825,6 +832,7 @@ TEST_CASE("indexer: readers share the documents it keeps decoded until their obj
   CHECK(store.get("ns/p0")->dump() == again.dump());
 
   // Bounded, least recently used out: after kMemo other objects were read, p5 is decoded anew.
+  // (The shared documents above were built in code, with pools of another size: gone by now.)
   ObjectPtr p5 = store.get("ns/p5");
   for (size_t i = 0; i < kMemo - 1; ++i) (void)store.get(fmt::format("ns/p{}", 100 + i));
   CHECK(store.get("ns/p5") == p5);  // used again: now the most recent
