@@ -103,8 +103,8 @@ struct DecodePrevious {
 };
 
 // The bytes of decoded objects an Indexer keeps for its readers by default (see Indexer):
-// about 50 cached pods, 120 Services or 20 PyTorchJobs.
-inline constexpr size_t kDecodedMemoBytes = 128 * 1024;
+// about 25 cached pods, 60 Services or 10 PyTorchJobs (see docs/performance.md, "The watch path").
+inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
 
 // A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
 // decoded when read: a decoded pod takes about 2.5 times the bytes of its text, and an
