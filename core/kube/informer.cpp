@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <list>
 #include <random>
 #include <utility>
 
@@ -281,71 +280,85 @@ struct Indexer::Tokens {
   }
 };
 
-// The decoded documents an Indexer keeps for its readers (see Indexer), most recently used at
-// the front, within a budget of their pools' bytes. Keyed by views of the keys in
-// Indexer::items_: an entry is dropped before its item is erased, and the Indexer's items
-// outlive its memo.
+// The decoded documents an Indexer keeps for its readers (see Indexer), within a budget of
+// their pools' bytes and at most kMaxKept of them, the least recently used out first. A few
+// dozen: a flat array searched by hash allocates nothing per call, where a map and a list would
+// allocate a node per write. Keyed by views of the keys in Indexer::items_: an entry is dropped
+// before its item is erased, and the Indexer's items outlive its memo.
 class Indexer::Memo {
  public:
-  explicit Memo(size_t budget_bytes) : budget_(budget_bytes) {}
+  static constexpr size_t kMaxKept = 64;
+
+  explicit Memo(size_t budget_bytes) : budget_(budget_bytes) { kept_.reserve(kMaxKept); }
 
   ObjectPtr find(std::string_view key) {
     if (budget_ == 0) return nullptr;
+    const size_t hash = std::hash<std::string_view>{}(key);
     std::lock_guard g(mu_);
-    auto it = by_key_.find(key);
-    if (it == by_key_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->doc;
+    Kept* k = locate(key, hash);
+    if (!k) return nullptr;
+    k->used = ++clock_;
+    return k->doc;
   }
 
   void put(std::string_view key, ObjectPtr doc) {
     if (budget_ == 0) return;
+    const size_t hash = std::hash<std::string_view>{}(key);
     const size_t bytes = doc->allocated_bytes();
-    std::vector<ObjectPtr> evicted;  // freed once the lock is released
+    ObjectPtr released;  // the replaced document, freed once the lock is released
     std::lock_guard g(mu_);
-    if (auto it = by_key_.find(key); it != by_key_.end()) {
-      used_ -= it->second->bytes;
-      evicted.push_back(std::move(it->second->doc));
-      lru_.erase(it->second);
-      by_key_.erase(it);
+    if (Kept* k = locate(key, hash)) {
+      used_bytes_ -= k->bytes;
+      released = std::exchange(k->doc, nullptr);
+      remove(static_cast<size_t>(k - kept_.data()));
     }
     if (bytes > budget_) return;
-    while (used_ + bytes > budget_) {
-      Kept& last = lru_.back();
-      used_ -= last.bytes;
-      evicted.push_back(std::move(last.doc));
-      by_key_.erase(last.key);
-      lru_.pop_back();
+    while (!kept_.empty() && (used_bytes_ + bytes > budget_ || kept_.size() >= kMaxKept)) {
+      size_t oldest = 0;
+      for (size_t i = 1; i < kept_.size(); ++i)
+        if (kept_[i].used < kept_[oldest].used) oldest = i;
+      used_bytes_ -= kept_[oldest].bytes;
+      remove(oldest);
     }
-    lru_.push_front(Kept{key, std::move(doc), bytes});
-    by_key_.emplace(key, lru_.begin());
-    used_ += bytes;
+    kept_.push_back(Kept{key, hash, std::move(doc), bytes, ++clock_});
+    used_bytes_ += bytes;
   }
 
   void drop(std::string_view key) {
     if (budget_ == 0) return;
-    ObjectPtr dropped;
+    const size_t hash = std::hash<std::string_view>{}(key);
+    ObjectPtr released;
     std::lock_guard g(mu_);
-    auto it = by_key_.find(key);
-    if (it == by_key_.end()) return;
-    used_ -= it->second->bytes;
-    dropped = std::move(it->second->doc);
-    lru_.erase(it->second);
-    by_key_.erase(it);
+    if (Kept* k = locate(key, hash)) {
+      used_bytes_ -= k->bytes;
+      released = std::exchange(k->doc, nullptr);
+      remove(static_cast<size_t>(k - kept_.data()));
+    }
   }
 
  private:
   struct Kept {
     std::string_view key;
+    size_t hash;
     ObjectPtr doc;
     size_t bytes;
+    uint64_t used;  // clock_ at the last use
   };
-  using Lru = std::list<Kept>;
+  Kept* locate(std::string_view key, size_t hash) {
+    for (auto& k : kept_)
+      if (k.hash == hash && k.key == key) return &k;
+    return nullptr;
+  }
+  void remove(size_t i) {
+    if (i + 1 != kept_.size()) kept_[i] = std::move(kept_.back());
+    kept_.pop_back();
+  }
+
   const size_t budget_;
   std::mutex mu_;
-  Lru lru_;
-  std::unordered_map<std::string_view, Lru::iterator> by_key_;
-  size_t used_ = 0;
+  std::vector<Kept> kept_;
+  size_t used_bytes_ = 0;
+  uint64_t clock_ = 0;
 };
 
 Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields,
