@@ -168,8 +168,8 @@ ChildEventSink* SharedCaches::sink_for(const api::OwnerReference& owner) const {
 
 void SharedCaches::dispatch(ChildKind kind, ChildEvent::Change change, const json::Value* previous,
                             const json::Value& object) {
-  auto deliver = [&](const json::Value& owned_by) {
-    auto owner = api::controller_of(owned_by);
+  // Each version's owner references are read once (an update's twice: now and before).
+  auto deliver = [&](std::optional<api::OwnerReference> owner, const json::Value& owned_by) {
     if (!owner) return;
     if (ChildEventSink* sink = sink_for(*owner)) {
       sink->child_event(ChildEvent{change, kind, object, previous, std::move(*owner), false});
@@ -180,12 +180,12 @@ void SharedCaches::dispatch(ChildKind kind, ChildEvent::Change change, const jso
     if (!job) return;
     if (ChildEventSink* sink = sink_for(*job)) sink->child_event(ChildEvent{change, kind, object, previous, std::move(*job), true});
   };
-  deliver(object);
+  auto now = api::controller_of(object);
+  auto before = previous ? api::controller_of(*previous) : std::nullopt;
   // A controller reference that changed: the previous owner hears of it too.
-  if (previous) {
-    auto before = api::controller_of(*previous), now = api::controller_of(object);
-    if (before && (!now || now->uid != before->uid)) deliver(*previous);
-  }
+  const bool owner_changed = before && (!now || now->uid != before->uid);
+  deliver(std::move(now), object);
+  if (owner_changed) deliver(std::move(before), *previous);
 }
 
 std::optional<api::OwnerReference> SharedCaches::controller_of_owned(const std::string& ns,

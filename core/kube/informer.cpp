@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
@@ -168,21 +169,41 @@ bool codable(std::string_view s) {
 }
 
 // A Writer that writes a coded string as its one byte.
+// The coded strings, and what rules most strings out before a hash lookup: their lengths and
+// first bytes.
+struct CodeLookup {
+  std::unordered_map<std::string_view, char> codes;
+  std::array<bool, 256> first_byte{};
+  size_t shortest = SIZE_MAX, longest = 0;
+
+  void add(std::string_view s, char code) {
+    codes.emplace(s, code);
+    first_byte[static_cast<unsigned char>(s.front())] = true;
+    shortest = std::min(shortest, s.size());
+    longest = std::max(longest, s.size());
+  }
+  const char* find(const char* s, size_t n) const {
+    if (n < shortest || n > longest || !first_byte[static_cast<unsigned char>(s[0])]) return nullptr;
+    auto it = codes.find(std::string_view(s, n));
+    return it == codes.end() ? nullptr : &it->second;
+  }
+};
+
 class TokenWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
  public:
-  TokenWriter(rapidjson::StringBuffer& out, const std::unordered_map<std::string_view, char>& codes)
+  TokenWriter(rapidjson::StringBuffer& out, const CodeLookup& codes)
       : rapidjson::Writer<rapidjson::StringBuffer>(out), codes_(codes) {}
   bool String(const char* s, rapidjson::SizeType n, bool copy = false) {
-    auto it = codes_.find(std::string_view(s, n));
-    if (it == codes_.end()) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
+    const char* code = codes_.find(s, n);
+    if (!code) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
     Prefix(rapidjson::kStringType);
-    os_->Put(it->second);
+    os_->Put(*code);
     return EndValue(true);
   }
   bool Key(const char* s, rapidjson::SizeType n, bool copy = false) { return String(s, n, copy); }
 
  private:
-  const std::unordered_map<std::string_view, char>& codes_;
+  const CodeLookup& codes_;
 };
 
 }  // namespace
@@ -198,7 +219,9 @@ struct Indexer::Tokens {
   std::unordered_map<std::string, uint64_t> saving;  // while learning
   std::vector<std::string> table;                    // code kCodes[i] stands for table[i]
   std::array<int16_t, 0x20> index_of{};              // code byte -> table index, -1 for none
-  std::unordered_map<std::string_view, char> codes;  // views of table
+  CodeLookup codes;                                  // views of table
+  // encode()'s output buffer, kept between calls (the store calls it under its write lock).
+  mutable rapidjson::StringBuffer scratch;
 
   bool fixed() const { return seen >= kLearnFrom; }
 
@@ -227,37 +250,123 @@ struct Indexer::Tokens {
       table.push_back(std::move(best[i].second));
       index_of[kCodes[i]] = static_cast<int16_t>(i);
     }
-    for (size_t i = 0; i < table.size(); ++i) codes.emplace(table[i], static_cast<char>(kCodes[i]));
+    for (size_t i = 0; i < table.size(); ++i) codes.add(table[i], static_cast<char>(kCodes[i]));
     saving = {};
   }
 
   std::string encode(const json::Value& obj) const {
-    rapidjson::StringBuffer buf;
-    TokenWriter w(buf, codes);
+    scratch.Clear();
+    TokenWriter w(scratch, codes);
     obj.Accept(w);
-    return {buf.GetString(), buf.GetSize()};
+    return {scratch.GetString(), scratch.GetSize()};
   }
 
-  // The plain JSON of a coded text.
+  // The plain JSON of a coded text: the runs between codes are copied whole.
   std::string expand(std::string_view text) const {
     std::string out;
     out.reserve(text.size() * 2);
-    for (char c : text) {
-      const auto b = static_cast<unsigned char>(c);
-      if (b < 0x20 && index_of[b] >= 0) {
-        out += '"';
-        out += table[static_cast<size_t>(index_of[b])];
-        out += '"';
-      } else {
-        out += c;
-      }
+    size_t run = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      if (b >= 0x20 || index_of[b] < 0) continue;
+      out.append(text, run, i - run);
+      out += '"';
+      out += table[static_cast<size_t>(index_of[b])];
+      out += '"';
+      run = i + 1;
     }
+    out.append(text, run, text.size() - run);
     return out;
   }
 };
 
-Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields)
-    : indexers_(std::move(indexers)), index_fields_(std::move(index_fields)), tokens_(std::make_unique<Tokens>()) {}
+// The decoded documents an Indexer keeps for its readers (see Indexer), within a budget of
+// their pools' bytes and at most kMaxKept of them, the least recently used out first. A few
+// dozen: a flat array searched by hash allocates nothing per call, where a map and a list would
+// allocate a node per write. Keyed by views of the keys in Indexer::items_: an entry is dropped
+// before its item is erased, and the Indexer's items outlive its memo.
+class Indexer::Memo {
+ public:
+  static constexpr size_t kMaxKept = 64;
+
+  explicit Memo(size_t budget_bytes) : budget_(budget_bytes) { kept_.reserve(kMaxKept); }
+
+  ObjectPtr find(std::string_view key) {
+    if (budget_ == 0) return nullptr;
+    const size_t hash = std::hash<std::string_view>{}(key);
+    std::lock_guard g(mu_);
+    Kept* k = locate(key, hash);
+    if (!k) return nullptr;
+    k->used = ++clock_;
+    return k->doc;
+  }
+
+  void put(std::string_view key, ObjectPtr doc) {
+    if (budget_ == 0) return;
+    const size_t hash = std::hash<std::string_view>{}(key);
+    const size_t bytes = doc->allocated_bytes();
+    ObjectPtr released;  // the replaced document, freed once the lock is released
+    std::lock_guard g(mu_);
+    if (Kept* k = locate(key, hash)) {
+      used_bytes_ -= k->bytes;
+      released = std::exchange(k->doc, nullptr);
+      remove(static_cast<size_t>(k - kept_.data()));
+    }
+    if (bytes > budget_) return;
+    while (!kept_.empty() && (used_bytes_ + bytes > budget_ || kept_.size() >= kMaxKept)) {
+      size_t oldest = 0;
+      for (size_t i = 1; i < kept_.size(); ++i)
+        if (kept_[i].used < kept_[oldest].used) oldest = i;
+      used_bytes_ -= kept_[oldest].bytes;
+      remove(oldest);
+    }
+    kept_.push_back(Kept{key, hash, std::move(doc), bytes, ++clock_});
+    used_bytes_ += bytes;
+  }
+
+  void drop(std::string_view key) {
+    if (budget_ == 0) return;
+    const size_t hash = std::hash<std::string_view>{}(key);
+    ObjectPtr released;
+    std::lock_guard g(mu_);
+    if (Kept* k = locate(key, hash)) {
+      used_bytes_ -= k->bytes;
+      released = std::exchange(k->doc, nullptr);
+      remove(static_cast<size_t>(k - kept_.data()));
+    }
+  }
+
+ private:
+  struct Kept {
+    std::string_view key;
+    size_t hash;
+    ObjectPtr doc;
+    size_t bytes;
+    uint64_t used;  // clock_ at the last use
+  };
+  Kept* locate(std::string_view key, size_t hash) {
+    for (auto& k : kept_)
+      if (k.hash == hash && k.key == key) return &k;
+    return nullptr;
+  }
+  void remove(size_t i) {
+    if (i + 1 != kept_.size()) kept_[i] = std::move(kept_.back());
+    kept_.pop_back();
+  }
+
+  const size_t budget_;
+  std::mutex mu_;
+  std::vector<Kept> kept_;
+  size_t used_bytes_ = 0;
+  uint64_t clock_ = 0;
+};
+
+Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<const json::FieldMask> index_fields,
+                 size_t memo_bytes)
+    : indexers_(std::move(indexers)),
+      index_fields_(std::move(index_fields)),
+      tokens_(std::make_unique<Tokens>()),
+      memo_(std::make_unique<Memo>(memo_bytes)) {}
 
 Indexer::~Indexer() = default;
 
@@ -270,16 +379,23 @@ ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
   return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
 }
 
+ObjectPtr Indexer::read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const {
+  if (ObjectPtr hit = memo_->find(item.first)) return hit;
+  ObjectPtr doc = decode(item.second, fields);
+  if (remember && !fields && doc) memo_->put(item.first, doc);
+  return doc;
+}
+
 ObjectPtr Indexer::get(const std::string& key) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : decode(it->second);
+  return it == items_.end() ? nullptr : read(*it, nullptr, true);
 }
 
 ObjectPtr Indexer::get(const std::string& key, const json::FieldMask& fields) const {
   std::shared_lock g(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : decode(it->second, &fields);
+  return it == items_.end() ? nullptr : read(*it, &fields, false);
 }
 
 bool Indexer::holds(const std::string& key, std::string_view uid) const {
@@ -292,7 +408,8 @@ std::vector<ObjectPtr> Indexer::list() const {
   std::shared_lock g(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [k, v] : items_) out.push_back(decode(v));
+  // Every object once: remembering them would only push out the ones readers come back to.
+  for (const auto& item : items_) out.push_back(read(item, nullptr, false));
   return out;
 }
 
@@ -321,7 +438,7 @@ std::vector<ObjectPtr> Indexer::by_index(const std::string& index, const std::st
   auto it = idx->second.find(value);
   if (it == idx->second.end()) return out;
   for (const auto& key : it->second) {
-    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(decode(obj->second));
+    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(read(*obj, nullptr, true));
   }
   return out;
 }
@@ -355,10 +472,11 @@ void Indexer::reindex_locked(std::string_view key, const json::Value* before, co
   }
 }
 
-ObjectPtr Indexer::previous_for(const Entry& e, DecodePrevious previous) const {
-  if (previous.decode) return decode(e, previous.fields);
-  if (indexers_.empty()) return nullptr;
-  return decode(e, index_fields_.get());
+ObjectPtr Indexer::previous_for(const Items::value_type& item, DecodePrevious previous) const {
+  if (!previous.decode && indexers_.empty()) return nullptr;
+  // Usually the document the last watch event of this object stored.
+  if (ObjectPtr hit = memo_->find(item.first)) return hit;
+  return decode(item.second, previous.decode ? previous.fields : index_fields_.get());
 }
 
 void Indexer::recode_locked() {
@@ -372,6 +490,15 @@ void Indexer::recode_locked() {
 }
 
 Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj, DecodePrevious previous) {
+  return write(key, obj, nullptr, previous);
+}
+
+Indexer::Previous Indexer::upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous) {
+  const json::Value& root = obj->root();
+  return write(key, root, std::move(obj), previous);
+}
+
+Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous) {
   const uint64_t uid_hash = hash_uid(json::get_string(obj, "/metadata/uid").value_or(""));
   std::unique_lock g(mu_);
   if (!tokens_->fixed()) {
@@ -385,7 +512,7 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   Previous out;
   if (!inserted) {
     out.existed = true;
-    ObjectPtr old = previous_for(it->second, previous);
+    ObjectPtr old = previous_for(*it, previous);
     reindex_locked(it->first, old ? &old->root() : nullptr, &obj);
     if (previous.decode) out.object = std::move(old);
     text_bytes_ -= it->second.text.size();
@@ -394,6 +521,8 @@ Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj
   }
   text_bytes_ += text.size();
   it->second = Entry{std::move(text), uid_hash};
+  if (shared) memo_->put(it->first, std::move(shared));
+  else memo_->drop(it->first);
   return out;
 }
 
@@ -403,10 +532,11 @@ Indexer::Previous Indexer::erase(const std::string& key, DecodePrevious previous
   if (it == items_.end()) return {};
   Previous out;
   out.existed = true;
-  ObjectPtr old = previous_for(it->second, previous);
+  ObjectPtr old = previous_for(*it, previous);
   if (old) reindex_locked(it->first, &old->root(), nullptr);
   if (previous.decode) out.object = std::move(old);
   text_bytes_ -= it->second.text.size();
+  memo_->drop(it->first);
   items_.erase(it);
   return out;
 }
@@ -433,7 +563,7 @@ std::string rv_of(const json::Value& obj) {
 }  // namespace
 
 Informer::Informer(Client& client, Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields) {}
+    : client_(client), clock_(clock), opts_(std::move(options)), cache_(opts_.indexers, opts_.index_fields, opts_.memo_bytes) {}
 
 Informer::~Informer() { stop(); }
 
@@ -531,14 +661,15 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-void Informer::apply_upsert(const std::string& key, const json::Value& obj) {
+void Informer::apply_upsert(const std::string& key, ObjectPtr obj) {
   std::lock_guard g(dispatch_mu_);
-  upsert_and_notify(key, obj);
+  const json::Value& root = obj->root();
+  upsert_and_notify(key, root, std::move(obj));
 }
 
-void Informer::upsert_and_notify(const std::string& key, const json::Value& obj) {
+void Informer::upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared) {
   const DecodePrevious how{decode_previous_, previous_whole_ || !previous_fields_ ? nullptr : &*previous_fields_};
-  Indexer::Previous old = cache_.upsert(key, obj, how);
+  Indexer::Previous old = shared ? cache_.upsert(key, std::move(shared), how) : cache_.upsert(key, obj, how);
   for (const auto& h : handlers_) {
     if (old) {
       if (h.on_update && old.object) h.on_update(old.object->root(), obj);
@@ -724,7 +855,8 @@ bool Informer::watch_once(Scope& scope) {
         auto key = object_key(ev.object.root());
         auto rv = rv_of(ev.object.root());
         // An object that no longer matches what the cache wants leaves it like a deleted one.
-        if (wanted(ev.object.root())) apply_upsert(key, ev.object.root());
+        // The event's document becomes what the cache's readers get (nothing to decode).
+        if (wanted(ev.object.root())) apply_upsert(key, std::make_shared<const json::Document>(std::move(ev.object)));
         else apply_delete(key, &ev.object.root(), false);
         std::lock_guard g(mu_);
         ++stats_.events;

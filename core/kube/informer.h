@@ -102,22 +102,35 @@ struct DecodePrevious {
   const json::FieldMask* fields = nullptr;
 };
 
+// The bytes of decoded objects an Indexer keeps for its readers by default (see Indexer):
+// about 25 cached pods, 60 Services or 10 PyTorchJobs (see docs/performance.md, "The watch path").
+inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
+
 // A thread-safe keyed store with secondary indexes. Objects are kept as compact JSON text and
-// decoded on every read: a decoded pod takes about 2.5 times the bytes of its text, and an
+// decoded when read: a decoded pod takes about 2.5 times the bytes of its text, and an
 // operator reads a job's children a few times per reconcile but holds all of them all the time.
 // The strings the objects of one store repeat most (member names, label keys, the operator's
 // label values, condition types) are one byte each in that text: the store learns them from its
 // first objects (see Tokens in informer.cpp).
+// The objects read last, or written through a shared document (the informer's watch events),
+// stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
+// recently used out first): an update's previous version is usually the document the store's
+// last events stored, and a reconcile reads the same child twice in one pass (its Services by
+// owner, then by name). Readers share those documents (they are const). The budget is fixed,
+// so it is not part of the memory per cached object; the store's first objects, read once
+// each by a resync, do not profit from it.
 class Indexer {
  public:
   // `index_fields`: what the index functions read (index_by_namespace and
   // index_by_controller_uid: builtin_index_fields()); null: they may read anything.
-  explicit Indexer(std::map<std::string, IndexFunc> indexers = {}, std::shared_ptr<const json::FieldMask> index_fields = nullptr);
+  explicit Indexer(std::map<std::string, IndexFunc> indexers = {}, std::shared_ptr<const json::FieldMask> index_fields = nullptr,
+                   size_t memo_bytes = kDecodedMemoBytes);
   ~Indexer();
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
 
-  // A freshly decoded copy; null when there is none.
+  // The object as stored (decoded, or the decoded document other readers share); null when
+  // there is none.
   ObjectPtr get(const std::string& key) const;
   // Whether `key` is held with metadata.uid `uid`, without decoding it (a probabilistic check: a
   // 64-bit hash of the uid is kept per object).
@@ -132,20 +145,24 @@ class Indexer {
   // Bytes of the objects' text (what the store holds beyond its bookkeeping).
   size_t text_bytes() const;
 
-  // Decoded through `fields` (only what it keeps is built); null when there is none.
+  // At least what `fields` keeps (decoded through it, unless the whole object is at hand
+  // decoded); null when there is none.
   ObjectPtr get(const std::string& key, const json::FieldMask& fields) const;
 
   // What a write hands back of the object it replaced or removed: whether there was one and,
-  // when asked (DecodePrevious), its decoded copy. A write decodes the previous version anyway,
-  // to move the object between index values, but only through `index_fields` when that is all
-  // it is needed for; a caller that asks for some fields names a mask that keeps index_fields().
+  // when asked (DecodePrevious), its decoded copy (at least the fields asked for: the whole
+  // object when it is at hand decoded). A write decodes the previous version anyway, to move
+  // the object between index values, but only through `index_fields` when that is all it is
+  // needed for; a caller that asks for some fields names a mask that keeps index_fields().
   struct Previous {
     bool existed = false;
     ObjectPtr object;  // null unless asked for
     explicit operator bool() const { return existed; }
   };
-  // Writers (the informer).
+  // Writers (the informer). An object handed over as a shared document is what readers get
+  // until it changes (nothing to decode).
   Previous upsert(const std::string& key, const json::Value& obj, DecodePrevious previous = {});
+  Previous upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous = {});
   Previous erase(const std::string& key, DecodePrevious previous = {});
   // What the index functions read; null: the whole object (or no index at all).
   const json::FieldMask* index_fields() const { return indexers_.empty() ? nullptr : index_fields_.get(); }
@@ -161,14 +178,19 @@ class Indexer {
   };
   using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
   struct Tokens;
+  class Memo;
   ObjectPtr decode(const Entry& e, const json::FieldMask* fields = nullptr) const;
+  // The object of `item` for a reader: the memo's document, else decoded (and remembered when
+  // `remember` and decoded whole).
+  ObjectPtr read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const;
+  Previous write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous);
   // Index sets hold views of the keys in items_ (node-based: their addresses are stable). Moves
   // `key` from the index values of `before` to those of `after` (either may be null), touching
   // only the values that differ.
   void reindex_locked(std::string_view key, const json::Value* before, const json::Value* after);
   // The previous version as a write needs it: what the caller asked for, else what unindexing
   // reads (nothing without indexes).
-  ObjectPtr previous_for(const Entry& e, DecodePrevious previous) const;
+  ObjectPtr previous_for(const Items::value_type& item, DecodePrevious previous) const;
   // The objects stored as plain text before the store learnt its codes, coded.
   void recode_locked();
 
@@ -179,6 +201,7 @@ class Indexer {
   std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
   size_t text_bytes_ = 0;
   std::unique_ptr<Tokens> tokens_;
+  std::unique_ptr<Memo> memo_;  // its own lock: readers fill it under the shared lock
 };
 
 struct EventHandlers {
@@ -207,6 +230,9 @@ struct InformerOptions {
   // What `indexers` read of an object (Indexer): builtin_index_fields() for the built-in ones;
   // null: anything (the previous version of an object is then decoded whole to unindex it).
   std::shared_ptr<const json::FieldMask> index_fields;
+  // The bytes of decoded objects the cache keeps for its readers (Indexer); 0: none, every
+  // read decodes.
+  size_t memo_bytes = kDecodedMemoBytes;
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max
@@ -259,7 +285,7 @@ class Informer {
   bool watch_once(Scope& scope);
   bool backoff(Scope& scope);  // false when stopping
   bool wanted(const json::Value& obj) const { return !opts_.keep || opts_.keep(obj); }
-  void apply_upsert(const std::string& key, const json::Value& obj);
+  void apply_upsert(const std::string& key, ObjectPtr obj);
   // `last`: the object's final state when known (a DELETED event), else the cached one is told.
   void apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown);
   bool stopping() const;
@@ -284,7 +310,8 @@ class Informer {
   bool decode_previous_ = false;
   bool previous_whole_ = false;
   std::optional<json::FieldMask> previous_fields_;
-  void upsert_and_notify(const std::string& key, const json::Value& obj);  // dispatch_mu_ held
+  // `shared`: `obj`'s document, when the cache may keep it as it is (a watch event's).
+  void upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared = nullptr);  // dispatch_mu_ held
 };
 
 }  // namespace unitrain::kube

@@ -162,6 +162,22 @@ TEST_CASE("shared caches: one informer per resource for every module, events to 
       if (r.object == "e-0" && r.change == "Updated") return true;
     return false;
   }));
+
+  // A child whose controller reference moves to another job: the new owner's controller hears
+  // of the update, and so does the previous owner's.
+  auto moved = owned_by(c::kPods, "e-0", other_labels, "test.unitrain.io/v1", "OtherJob", "o", "uid-o");
+  REQUIRE(client.update(c::kPods, "ns", moved.root()));
+  auto heard = [](const RecordingEvents& events, std::string_view job) {
+    for (const auto& r : events.seen())
+      if (r.object == "e-0" && r.change == "Updated" && r.job == job) return true;
+    return false;
+  };
+  REQUIRE(eventually([&] { return heard(other_events, "o"); }));
+  REQUIRE(eventually([&] {
+    size_t updates = 0;
+    for (const auto& r : echo_events.seen()) updates += r.object == "e-0" && r.change == "Updated" && r.job == "e";
+    return updates == 2;
+  }));
   caches.stop();
 }
 

@@ -665,8 +665,10 @@ TEST_CASE("indexer: objects read back as stored, before and after it codes its m
 
 TEST_CASE("indexer: a write hands back the previous version only as asked, and unindexes it from the index fields",
           "[informer]") {
+  // Without decoded documents kept for readers (a memoized previous version is handed back whole:
+  // see the next test).
   Indexer store({{kControllerUidIndex, index_by_controller_uid}, {kNamespaceIndex, index_by_namespace}},
-                builtin_index_fields());
+                builtin_index_fields(), 0);
   for (int i = 0; i < 250; ++i) {
     auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i % 10));
     REQUIRE_FALSE(store.upsert(object_key(pod.root()), pod.root(), {false, nullptr}));
@@ -732,6 +734,7 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   (void)c.seed(kPods, realistic_pod("ns", "a").root());
   InformerOptions o = pod_options();
   o.index_fields = builtin_index_fields();  // what the namespace index reads is decoded as well
+  o.memo_bytes = 0;  // else the previous version is the last event's document, whole
   Informer inf(c, clock, o);
   std::mutex mu;
   std::vector<std::string> seen;  // what each on_update saw of the previous version
@@ -765,5 +768,120 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   }));
   CHECK(std::count(seen.begin(), seen.end(), "labels step=1 name=a") == 1);
   CHECK(std::count(seen.begin(), seen.end(), "whole step=1 name=a") == 1);
+  inf.stop();
+}
+
+TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes; the memo is bounded",
+          "[informer]") {
+  // Room for 8 decoded pods of this size (their pools differ by a few bytes with their names).
+  const size_t kMemo = 8;
+  size_t pod_bytes = 0;
+  {
+    Indexer probe({}, nullptr, 0);
+    for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
+    pod_bytes = probe.get("ns/p100")->allocated_bytes();
+  }
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo * pod_bytes + pod_bytes / 2);
+  for (int i = 0; i < 250; ++i) {  // past the learning of its codes
+    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
+    store.upsert(object_key(pod.root()), pod.root());
+  }
+  // A read is remembered: the next reads, by key or by index, get the same document.
+  ObjectPtr first = store.get("ns/p0");
+  REQUIRE(first);
+  CHECK(store.get("ns/p0") == first);
+  auto children = store.by_index(kControllerUidIndex, "uid-job0");
+  REQUIRE(children.size() == 4);
+  CHECK(std::count(children.begin(), children.end(), first) == 1);
+  CHECK(store.get("ns/p1") == store.get("ns/p1"));
+  // Through a mask: the whole document at hand does.
+  CHECK(store.get("ns/p0", *resource_version_fields()) == first);
+
+  // A write through a plain value forgets it: the next read decodes what was written.
+  auto relabelled = realistic_pod("ns", "p0", "job0");
+  REQUIRE(json::set_string(relabelled, "/metadata/labels/step", "2"));
+  store.upsert("ns/p0", relabelled.root());
+  ObjectPtr second = store.get("ns/p0");
+  REQUIRE(second);
+  CHECK(second != first);
+  CHECK(second->dump() == relabelled.dump());
+  CHECK(first->dump() != relabelled.dump());  // a reader's copy never changes under it
+
+  // A write through a shared document is what readers get, and what the next write hands back
+  // as the previous version (nothing decoded), whole even when asked for some fields.
+  auto event = std::make_shared<const json::Document>(realistic_pod("ns", "p0", "job1"));
+  auto replaced = store.upsert("ns/p0", event);
+  REQUIRE(replaced.object);
+  CHECK(replaced.object == second);
+  CHECK(store.get("ns/p0") == event);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job1").size() == 5);
+  const auto phase = json::FieldMask::parse("metadata{namespace,ownerReferences},status{phase}").value();
+  auto moved_back = realistic_pod("ns", "p0", "job0");
+  auto previous = store.upsert("ns/p0", moved_back.root(), {true, &phase});
+  CHECK(previous.object == event);
+  CHECK(store.by_index(kControllerUidIndex, "uid-job1").size() == 4);
+  CHECK(store.get("ns/p0")->dump() == moved_back.dump());
+
+  // An erase forgets it: a new object under the key is decoded from its own text.
+  ObjectPtr before_erase = store.get("ns/p0");
+  auto erased = store.erase("ns/p0");
+  CHECK(erased.object == before_erase);
+  CHECK(store.get("ns/p0") == nullptr);
+  auto again = realistic_pod("ns", "p0", "job2");
+  store.upsert("ns/p0", again.root());
+  CHECK(store.get("ns/p0")->dump() == again.dump());
+
+  // Bounded, least recently used out: after kMemo other objects were read, p5 is decoded anew.
+  // (The shared documents above were built in code, with pools of another size: gone by now.)
+  ObjectPtr p5 = store.get("ns/p5");
+  for (size_t i = 0; i < kMemo - 1; ++i) (void)store.get(fmt::format("ns/p{}", 100 + i));
+  CHECK(store.get("ns/p5") == p5);  // used again: now the most recent
+  for (size_t i = 0; i < kMemo; ++i) (void)store.get(fmt::format("ns/p{}", 200 + i));
+  ObjectPtr p5_again = store.get("ns/p5");
+  CHECK(p5_again != p5);
+  CHECK(p5_again->dump() == p5->dump());
+  // A listing reads everything once and keeps nothing of it.
+  ObjectPtr recent = store.get("ns/p7");
+  (void)store.list();
+  CHECK(store.get("ns/p7") == recent);
+
+  // Without a memo every read decodes.
+  Indexer plain({}, nullptr, 0);
+  plain.upsert("ns/p0", event);
+  CHECK(plain.get("ns/p0") != event);
+  CHECK(plain.get("ns/p0") != plain.get("ns/p0"));
+}
+
+TEST_CASE("informer: readers get the document of the last watch event; the previous version handed to on_update is it",
+          "[informer]") {
+  FakeClient c;
+  FakeClock clock;
+  (void)c.seed(kPods, realistic_pod("ns", "a").root());
+  InformerOptions o = pod_options();
+  o.index_fields = builtin_index_fields();
+  Informer inf(c, clock, o);
+  std::mutex mu;
+  std::vector<const json::Value*> previous;  // the roots on_update was handed
+  EventHandlers h;
+  h.on_update = [&](const json::Value& old, const json::Value&) {
+    std::lock_guard g(mu);
+    previous.push_back(&old);
+  };
+  h.previous_fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{labels}").value());
+  inf.add_handlers(h);
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"1"}}})"));
+  REQUIRE(eventually([&] { return inf.cache().get("ns/a") && json::get_string(inf.cache().get("ns/a")->root(), "/metadata/labels/step") == "1"; }));
+  ObjectPtr stored = inf.cache().get("ns/a");
+  CHECK(inf.cache().get("ns/a") == stored);  // kept, not decoded per read
+  REQUIRE(c.patch(kPods, "ns", "a", PatchType::Merge, R"({"metadata":{"labels":{"step":"2"}}})"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(mu);
+    return previous.size() == 2;
+  }));
+  std::lock_guard g(mu);
+  CHECK(previous[1] == &stored->root());  // the first event's document, not a decode of it
   inf.stop();
 }
