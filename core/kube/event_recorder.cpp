@@ -162,8 +162,9 @@ size_t EventRecorder::await_budget(std::unique_lock<std::mutex>& lock) {
   const size_t most = static_cast<size_t>(std::clamp(opts_.write_burst, 1, budget->burst()));
   // Waiting longer than `most` tokens take to refill would delay events without making the burst
   // larger; and a bucket another writer drains as it refills must not hold this one back forever.
-  const auto give_up = clock_.steady_now() + std::chrono::duration_cast<Clock::Duration>(
-                                                 std::chrono::duration<double>(static_cast<double>(most) / budget->qps()));
+  // (Capped at an hour only to keep the arithmetic in range for a budget of nearly nothing.)
+  const std::chrono::duration<double> refill(std::min(static_cast<double>(most) / budget->qps(), 3600.0));
+  const auto give_up = clock_.steady_now() + std::chrono::duration_cast<Clock::Duration>(refill);
   for (;;) {
     const size_t want = std::min(most, queue_.size());
     if (stopping_) return want;  // stop() writes what is queued at once (the client decides how)

@@ -14,7 +14,7 @@
 // has a rate limit (Client::rate_limit) and events are queued, the recorder waits until the budget
 // holds a few tokens and writes that many back to back: the same rate and order as one write per
 // token, but one wake-up of this thread, of the connection and of the API server per burst instead
-// of per event (a paced write costs several times a write in a burst). Every event that
+// of per event (a paced write costs about twice a write in a burst). Every event that
 // is not written (queue full, spam filter, failed write) is counted in stats() and logged, once
 // per cause and interval with a repeat count.
 #pragma once
