@@ -120,6 +120,8 @@ class WatchStream {
   virtual void cancel() = 0;
 };
 
+class QpsLimiter;
+
 // `ns` empty means cluster-scoped resources or "all namespaces" for list/watch.
 class Client {
  public:
@@ -144,6 +146,11 @@ class Client {
                                                       const ListOptions& selector, const DeleteOptions& opts = {}) = 0;
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
                                                         const WatchOptions& opts) = 0;
+
+  // The client-side rate limit every request of this client takes a token from, if it has one: a
+  // caller that paces its own requests (the event recorder writes a backlog in bursts) plans with
+  // the client's budget itself instead of keeping a second one that would drift from it.
+  virtual const QpsLimiter* rate_limit() const { return nullptr; }
 };
 
 }  // namespace unitrain::kube

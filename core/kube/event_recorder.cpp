@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/api/time.h"
+#include "core/kube/qps_limiter.h"
 #include "core/log/log.h"
 
 namespace unitrain::kube {
@@ -101,7 +102,7 @@ void EventRecorder::event(const json::Value& object, std::string_view type, std:
     if (!stopping_ && queue_.size() < opts_.queue_capacity) {
       ++stats_.recorded;
       queue_.push_back(std::move(p));
-      cv_.notify_all();
+      if (awaiting_events_) cv_.notify_all();
       return;
     }
     ++stats_.dropped;
@@ -131,19 +132,47 @@ EventRecorderStats EventRecorder::stats() const {
 }
 
 void EventRecorder::run() {
+  size_t burst_left = 0;  // events of the current burst not yet taken from the queue
   for (;;) {
     Pending p;
     {
       std::unique_lock lock(mu_);
-      busy_ = false;
-      idle_cv_.notify_all();
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
+      if (burst_left == 0) {
+        busy_ = false;
+        idle_cv_.notify_all();
+        awaiting_events_ = true;
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        awaiting_events_ = false;
+        if (queue_.empty()) return;  // stopping and drained
+        busy_ = true;
+        burst_left = await_budget(lock);
+      }
+      // The queue only shrinks here, so it still holds the burst.
       p = std::move(queue_.front());
       queue_.pop_front();
-      busy_ = true;
+      --burst_left;
     }
     process(p);
+  }
+}
+
+size_t EventRecorder::await_budget(std::unique_lock<std::mutex>& lock) {
+  const QpsLimiter* budget = client_.rate_limit();
+  if (budget == nullptr || budget->qps() <= 0) return 1;
+  const size_t most = static_cast<size_t>(std::clamp(opts_.write_burst, 1, budget->burst()));
+  // Waiting longer than `most` tokens take to refill would delay events without making the burst
+  // larger; and a bucket another writer drains as it refills must not hold this one back forever.
+  // (Capped at an hour only to keep the arithmetic in range for a budget of nearly nothing.)
+  const std::chrono::duration<double> refill(std::min(static_cast<double>(most) / budget->qps(), 3600.0));
+  const auto give_up = clock_.steady_now() + std::chrono::duration_cast<Clock::Duration>(refill);
+  for (;;) {
+    const size_t want = std::min(most, queue_.size());
+    if (stopping_) return want;  // stop() writes what is queued at once (the client decides how)
+    const auto wait = budget->time_until(static_cast<double>(want));
+    const auto now = clock_.steady_now();
+    if (wait <= Clock::Duration::zero() || now >= give_up) return want;
+    clock_.wait_until(lock, cv_, std::min<Clock::SteadyTime>(now + std::chrono::duration_cast<Clock::Duration>(wait), give_up),
+                      [&] { return stopping_; });
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/kube/qps_limiter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 namespace unitrain::kube {
@@ -46,6 +47,16 @@ bool QpsLimiter::acquire(std::chrono::nanoseconds max_wait) {
   }
   if (wait > std::chrono::nanoseconds::zero()) std::this_thread::sleep_for(wait);
   return true;
+}
+
+std::chrono::nanoseconds QpsLimiter::time_until(double n) const {
+  if (qps_ <= 0) return std::chrono::nanoseconds::zero();
+  std::lock_guard lock(mu_);
+  refill_locked(now_());
+  const double missing = std::min(n, burst_) - tokens_;
+  // A rounding error's worth of a token is not worth a wait (reserve() would not wait for it).
+  if (missing <= 1e-9) return std::chrono::nanoseconds::zero();
+  return std::chrono::nanoseconds(std::max<int64_t>(1, std::llround(missing / qps_ * 1e9)));
 }
 
 double QpsLimiter::tokens() const {

@@ -28,6 +28,13 @@ class QpsLimiter {
 
   double tokens() const;  // current level, for tests and metrics
 
+  // How long until the bucket holds `n` tokens (zero if it does now, and when unlimited); takes
+  // nothing. For a caller that paces itself around the budget its requests then take from, such as
+  // a writer that waits to send several at once. `n` above the burst counts as the burst.
+  std::chrono::nanoseconds time_until(double n) const;
+  double qps() const { return qps_; }
+  int burst() const { return static_cast<int>(burst_); }
+
  private:
   void refill_locked(Clock::time_point now) const;
 

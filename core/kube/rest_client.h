@@ -113,6 +113,8 @@ class RestClient final : public Client {
   // GET of any API path ("/apis/batch/v1"), for discovery.
   ApiResult<json::Document> get_path(std::string_view path);
 
+  const QpsLimiter* rate_limit() const override { return &limiter_; }
+
   const RestConfig& config() const { return cfg_; }
   Transport& transport() { return *transport_; }
 

@@ -212,6 +212,25 @@ TEST_CASE("REST: every attempt is reported; a stop ends a wait for the rate limi
   CHECK(rec.size() == 1);
 }
 
+TEST_CASE("REST: rate_limit() is the bucket the client's requests take their tokens from") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
+  RestConfig cfg = http_config(server.port());
+  cfg.qps = 0.001;  // no refill within the test
+  cfg.burst = 3;
+  auto client = RestClient::create(cfg);
+  REQUIRE(client);
+  const QpsLimiter* budget = (*client)->rate_limit();
+  REQUIRE(budget != nullptr);
+  CHECK(budget->qps() == 0.001);
+  CHECK(budget->burst() == 3);
+  CHECK(budget->time_until(3) == std::chrono::nanoseconds::zero());
+  REQUIRE((*client)->get(kPods, "ns", "p"));
+  REQUIRE((*client)->get(kPods, "ns", "p"));
+  CHECK(budget->time_until(1) == std::chrono::nanoseconds::zero());  // one token left
+  CHECK(budget->time_until(2) > std::chrono::seconds(900));          // the second refills at 0.001/s
+}
+
 TEST_CASE("REST: verbs, bodies and content types reach the server") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));

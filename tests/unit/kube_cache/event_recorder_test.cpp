@@ -1,3 +1,4 @@
+#include <future>
 #include <regex>
 #include <thread>
 
@@ -10,11 +11,14 @@
 
 #include "core/kube/event_recorder.h"
 #include "core/kube/fake_client.h"
+#include "core/kube/qps_limiter.h"
+#include "tests/support/eventually.h"
 #include "tests/unit/kube_cache/test_objects.h"
 
 using namespace unitrain;
 using namespace unitrain::kube;
 using namespace unitrain::kube::testing;
+using unitrain::testing::eventually;
 using namespace std::chrono_literals;
 
 namespace {
@@ -45,6 +49,114 @@ size_t writes_of(FakeClient& c, FakeClient::Verb v) {
   size_t n = 0;
   for (const auto& w : c.writes()) n += w.verb == v && w.resource == "events" ? 1 : 0;
   return n;
+}
+
+// A client with a rate limit on the fake clock, over a FakeClient: each request takes a token as
+// RestClient does (waiting on the clock for it when the bucket is empty; after `stop()` a request
+// that waits for its token fails as Cancelled, like stop_ends_rate_limit_wait). It notes when each
+// Event write went out and whether it had to wait for its token.
+class PacedClient final : public Client {
+ public:
+  PacedClient(FakeClient& inner, FakeClock& clock, double qps, int burst)
+      : inner_(inner), clock_(clock), limiter_(qps, burst, [&clock] { return clock.steady_now(); }) {}
+
+  struct Write {
+    Clock::SteadyTime at;
+    bool waited_for_token;
+  };
+  std::vector<Write> writes() const {
+    std::lock_guard g(mu_);
+    return writes_;
+  }
+  size_t write_count() const { return writes().size(); }
+  // How many requests have started to wait for a token.
+  int token_waits() const {
+    std::lock_guard g(mu_);
+    return token_waits_;
+  }
+  QpsLimiter& limiter() { return limiter_; }
+  void stop() {
+    std::lock_guard g(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+
+  const QpsLimiter* rate_limit() const override { return &limiter_; }
+
+  ApiResult<json::Document> get(const GroupVersionResource& r, std::string_view ns, std::string_view name) override {
+    return inner_.get(r, ns, name);
+  }
+  ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& o) override {
+    return inner_.list(r, ns, o);
+  }
+  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& o = {}) override {
+    if (auto e = take_token()) return fail(std::move(*e));
+    return inner_.create(r, ns, obj, o);
+  }
+  ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& o = {}) override {
+    return inner_.update(r, ns, obj, o);
+  }
+  ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                          const WriteOptions& o = {}) override {
+    return inner_.update_status(r, ns, obj, o);
+  }
+  ApiResult<json::Document> patch(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                  PatchType type, std::string_view body, const PatchOptions& o = {},
+                                  std::string_view subresource = {}) override {
+    if (auto e = take_token()) return fail(std::move(*e));
+    return inner_.patch(r, ns, name, type, body, o, subresource);
+  }
+  ApiResult<json::Document> remove(const GroupVersionResource& r, std::string_view ns, std::string_view name,
+                                   const DeleteOptions& o = {}) override {
+    return inner_.remove(r, ns, name, o);
+  }
+  ApiResult<json::Document> delete_collection(const GroupVersionResource& r, std::string_view ns,
+                                              const ListOptions& selector, const DeleteOptions& o = {}) override {
+    return inner_.delete_collection(r, ns, selector, o);
+  }
+  ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
+                                                const WatchOptions& o) override {
+    return inner_.watch(r, ns, o);
+  }
+
+ private:
+  std::optional<ApiError> take_token() {
+    const auto wait = limiter_.reserve();
+    std::unique_lock lock(mu_);
+    if (wait > 0ns) ++token_waits_;
+    if (wait > 0ns && clock_.wait_for(lock, cv_, wait, [&] { return stopping_; })) {
+      ApiError e;
+      e.reason = ApiError::Reason::Cancelled;
+      e.message = "stopping: the request was still waiting for the client's rate limit";
+      return e;
+    }
+    writes_.push_back(Write{clock_.steady_now(), wait > 0ns});
+    return std::nullopt;
+  }
+
+  FakeClient& inner_;
+  FakeClock& clock_;
+  QpsLimiter limiter_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  int token_waits_ = 0;
+  std::vector<Write> writes_;
+};
+
+// Declared after the recorder: when a test ends early (a failed REQUIRE), the recorder's stop
+// finds the client's token waits ended instead of waiting on a fake clock nobody moves.
+struct StopClientFirst {
+  PacedClient& client;
+  ~StopClientFirst() { client.stop(); }
+};
+
+// Empties `limiter`'s bucket (as a run of earlier writes would have).
+void drain(QpsLimiter& limiter) {
+  while (limiter.try_take()) {
+  }
 }
 
 }  // namespace
@@ -223,4 +335,153 @@ TEST_CASE("events: every event not written is counted and said once per cause an
                                          "are waiting to be written (the queue is full)"));
   CHECK_THAT(lines[0], Catch::EndsWith("\x1f" "controller=pytorchjob-controller"));
   CHECK_THAT(lines[1], Catch::EndsWith("(repeated 3 times in the last 31s)" "\x1f" "controller=pytorchjob-controller"));
+}
+
+TEST_CASE("events: under a backlog, events go out in bursts at the client's rate, in order", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);  // --events-qps 20, --events-burst 30
+  auto o = options();
+  o.write_burst = 5;
+  EventRecorder r(c, clock, o);
+  StopClientFirst guard{c};
+  const auto t0 = clock.steady_now();
+  // 40 events about 40 jobs (neither spam filter nor aggregation folds them): the bucket's 30
+  // tokens write the first 30 at once, the other 10 wait for it to refill.
+  for (int i = 0; i < 40; ++i) r.event(job(fmt::format("j{:02}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(eventually([&] { return c.write_count() == 30 && clock.waiters() == 1; }));
+  clock.advance(200ms);  // 4 tokens: not yet a burst
+  clock.advance(50ms);   // 5: one burst of 5
+  REQUIRE(eventually([&] { return c.write_count() == 35 && clock.waiters() == 1; }));
+  clock.advance(50ms);
+  clock.advance(200ms);
+  REQUIRE(r.flush(10s));
+  auto writes = c.writes();
+  REQUIRE(writes.size() == 40);
+  for (size_t i = 0; i < 40; ++i) {
+    INFO("write " << i);
+    // The recorder waited for the budget itself: every write found its token ready.
+    CHECK_FALSE(writes[i].waited_for_token);
+    const auto expected = i < 30 ? t0 : i < 35 ? t0 + 250ms : t0 + 500ms;  // 20 per second
+    CHECK(writes[i].at == expected);
+  }
+  // In the order they were recorded.
+  auto creates = inner.writes();
+  REQUIRE(creates.size() == 40);
+  for (size_t i = 0; i < creates.size(); ++i) CHECK_THAT(creates[i].name, Catch::StartsWith(fmt::format("j{:02}.", i)));
+  CHECK(r.stats().created == 40);
+}
+
+TEST_CASE("events: a long backlog keeps the client's rate, in bursts no larger than its burst", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 3);  // a client burst below write_burst: bursts of 3
+  auto o = options();
+  o.write_burst = 8;
+  EventRecorder r(c, clock, o);
+  StopClientFirst guard{c};
+  drain(c.limiter());
+  const auto t0 = clock.steady_now();
+  for (int i = 0; i < 30; ++i) r.event(job(fmt::format("j{:02}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  for (size_t burst = 0; burst < 10; ++burst) {
+    INFO("burst " << burst);
+    // The recorder waits for the budget once the previous burst is written.
+    REQUIRE(eventually([&] { return c.write_count() == 3 * burst && clock.waiters() == 1; }));
+    clock.advance(140ms);  // 2.8 tokens: not yet
+    clock.advance(10ms);
+  }
+  REQUIRE(r.flush(10s));
+  auto writes = c.writes();
+  REQUIRE(writes.size() == 30);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    INFO("write " << i);
+    CHECK_FALSE(writes[i].waited_for_token);
+    // Three back to back every 150 ms: 20 per second, as one per 50 ms would be.
+    CHECK(writes[i].at == t0 + (i / 3 + 1) * 150ms);
+  }
+}
+
+TEST_CASE("events: a bucket that another writer keeps low does not hold a burst back for long", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);
+  auto o = options();
+  o.write_burst = 5;
+  EventRecorder r(c, clock, o);
+  StopClientFirst guard{c};
+  drain(c.limiter());
+  const auto t0 = clock.steady_now();
+  for (int i = 0; i < 5; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(clock.await_waiters(1));
+  // Another writer of the same client takes each token as it comes (the last one reserved ahead):
+  // the bucket never holds the 5 the recorder waits for.
+  for (int i = 0; i < 4; ++i) {
+    clock.advance(50ms);
+    REQUIRE(c.limiter().try_take());
+  }
+  (void)c.limiter().reserve();
+  clock.advance(50ms);
+  // 250 ms is what 5 tokens take: the recorder stops waiting for a burst and writes one event per
+  // token, each waiting for it in the client.
+  for (int i = 0; i < 5; ++i) {
+    INFO("write " << i);
+    REQUIRE(eventually([&] { return c.token_waits() == i + 1; }));
+    clock.advance(50ms);
+  }
+  REQUIRE(r.flush(10s));
+  auto writes = c.writes();
+  REQUIRE(writes.size() == 5);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    INFO("write " << i);
+    CHECK(writes[i].waited_for_token);
+    CHECK(writes[i].at == t0 + 300ms + i * 50ms);
+  }
+}
+
+TEST_CASE("events: one event with a token ready is written at once; alone, it waits for one token only", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);
+  EventRecorder r(c, clock, options());  // write_burst 8
+  StopClientFirst guard{c};
+  r.start();
+  const auto t0 = clock.steady_now();
+  while (c.limiter().tokens() >= 2) REQUIRE(c.limiter().try_take());  // one token left, fewer than a burst
+  r.event(job().root(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-0");
+  REQUIRE(r.flush(10s));  // the fake clock did not move
+  REQUIRE(c.write_count() == 1);
+  CHECK(c.writes()[0].at == t0);
+
+  drain(c.limiter());
+  r.event(job().root(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-1");
+  REQUIRE(clock.await_waiters(1));
+  clock.advance(50ms);  // its one token
+  REQUIRE(r.flush(10s));
+  REQUIRE(c.write_count() == 2);
+  CHECK(c.writes()[1].at == t0 + 50ms);
+  CHECK_FALSE(c.writes()[1].waited_for_token);
+}
+
+TEST_CASE("events: stop ends the wait for the budget at once", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 0.001, 30);  // one token per 1000 s
+  EventRecorder r(c, clock, options());
+  drain(c.limiter());
+  r.start();
+  for (int i = 0; i < 3; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "R", "m");
+  REQUIRE(clock.await_waiters(1));  // the recorder waits for its tokens
+  c.stop();                         // as the operator's stop ends its events client's token waits
+  auto stopped = std::async(std::launch::async, [&r] { r.stop(); });
+  const bool prompt = stopped.wait_for(10s) == std::future_status::ready;
+  if (!prompt) clock.advance(std::chrono::hours(1));  // let it end, then fail
+  REQUIRE(prompt);
+  stopped.get();
+  // The queued events went to the client, which gave them up as Cancelled: counted as lost.
+  CHECK(c.write_count() == 0);
+  CHECK(r.stats().failed == 3);
+  CHECK(r.stats().lost() == 3);
 }

@@ -26,6 +26,25 @@ TEST_CASE("QPS limiter: burst, refill and queueing with an injected clock") {
   CHECK(lim.tokens() == Approx(9.0));
 }
 
+TEST_CASE("QPS limiter: how long until it holds n tokens, without taking any") {
+  auto now = QpsLimiter::Clock::time_point{} + 1000s;
+  QpsLimiter lim(20, 8, [&] { return now; });
+  CHECK(lim.time_until(8) == 0ns);
+  for (int i = 0; i < 8; ++i) REQUIRE(lim.try_take());
+  CHECK(lim.time_until(1) == 50ms);
+  CHECK(lim.time_until(5) == 250ms);
+  CHECK(lim.time_until(100) == 400ms);  // the bucket never holds more than its burst
+  CHECK(lim.tokens() == Approx(0.0).margin(1e-9));  // asking took nothing
+  now += 100ms;
+  CHECK(lim.time_until(5) == 150ms);
+  CHECK(lim.reserve() == 0ns);
+  CHECK(lim.reserve() == 0ns);
+  CHECK(lim.reserve() == 50ms);  // reservations beyond the level count as debt
+  CHECK(lim.time_until(1) == 100ms);
+  QpsLimiter unlimited(0, 1, [&] { return now; });
+  CHECK(unlimited.time_until(1000) == 0ns);
+}
+
 TEST_CASE("QPS limiter: acquire gives the token back when the wait is too long") {
   auto now = QpsLimiter::Clock::time_point{} + 1000s;
   QpsLimiter lim(1, 1, [&] { return now; });
