@@ -15,18 +15,9 @@
 #include <fmt/format.h>
 
 #include "core/json/json.h"
+#include "tests/bench/support/counting_malloc.h"
 
 using namespace unitrain;
-
-// Every malloc in this process is counted (glibc's own allocator does the work).
-namespace {
-std::atomic<uint64_t> g_mallocs{0};
-}
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* malloc(size_t n) {
-  g_mallocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(n);
-}
 
 namespace {
 
@@ -82,7 +73,7 @@ double cpu_seconds() {
 template <typename Find>
 void run(const char* label, const json::Value& root, long rounds, Find find) {
   size_t found = 0;
-  const uint64_t mallocs = g_mallocs.load();
+  const uint64_t mallocs = bench::malloc_calls.load();
   const double t0 = cpu_seconds();
   for (long i = 0; i < rounds; ++i) {
     for (const char* p : kPointers) found += find(root, p) != nullptr;
@@ -90,7 +81,7 @@ void run(const char* label, const json::Value& root, long rounds, Find find) {
   const double took = cpu_seconds() - t0;
   const double reads = static_cast<double>(rounds) * std::size(kPointers);
   fmt::print("{:<28} {:>8.1f} ns/read {:>6.2f} mallocs/read  ({} of {} found)\n", label, took * 1e9 / reads,
-             static_cast<double>(g_mallocs.load() - mallocs) / reads, found, static_cast<size_t>(reads));
+             static_cast<double>(bench::malloc_calls.load() - mallocs) / reads, found, static_cast<size_t>(reads));
 }
 
 }  // namespace

@@ -18,18 +18,9 @@
 
 #include "core/kube/informer.h"
 #include "core/kube/watch_decoder.h"
+#include "tests/bench/support/counting_malloc.h"
 
 using namespace unitrain;
-
-// Every malloc in this process is counted (glibc's own allocator does the work).
-namespace {
-std::atomic<uint64_t> g_mallocs{0};
-}
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* malloc(size_t n) {
-  g_mallocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(n);
-}
 
 namespace {
 
@@ -75,7 +66,7 @@ template <class Decode>
 Figures run(const std::string& stream, int events, Decode decode) {
   Figures f;
   size_t cached = 0;
-  const uint64_t mallocs = g_mallocs.load();
+  const uint64_t mallocs = bench::malloc_calls.load();
   const double cpu = cpu_seconds();
   std::vector<json::Document> keep;
   keep.reserve(events);
@@ -85,7 +76,7 @@ Figures run(const std::string& stream, int events, Decode decode) {
     n += decode(chunk, keep);
   }
   f.us_per_event = (cpu_seconds() - cpu) * 1e6 / n;
-  f.mallocs_per_event = static_cast<double>(g_mallocs.load() - mallocs) / n;
+  f.mallocs_per_event = static_cast<double>(bench::malloc_calls.load() - mallocs) / n;
   for (const auto& d : keep) cached += d.allocated_bytes();
   f.cached_bytes = static_cast<double>(cached) / n;
   return f;
@@ -153,13 +144,13 @@ int main(int argc, char** argv) {
     memoized.upsert(keys.back(), std::make_shared<const json::Document>(json::Document::copy_of(d.root())));
   }
   auto reads = [&](const kube::Indexer& store, size_t distinct) {
-    const uint64_t mallocs = g_mallocs.load();
+    const uint64_t mallocs = bench::malloc_calls.load();
     const double cpu = cpu_seconds();
     size_t n = 0;
     for (int round = 0; round < 4; ++round)
       for (size_t i = 0; i < keys.size(); ++i, ++n) (void)store.get(keys[(keys.size() - 1 - i % distinct)]);
     return std::pair{(cpu_seconds() - cpu) * 1e6 / static_cast<double>(n),
-                     static_cast<double>(g_mallocs.load() - mallocs) / static_cast<double>(n)};
+                     static_cast<double>(bench::malloc_calls.load() - mallocs) / static_cast<double>(n)};
   };
   const auto [decode_us, decode_mallocs] = reads(coded, keys.size());
   const auto [memo_us, memo_mallocs] = reads(memoized, 8);
