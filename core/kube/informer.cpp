@@ -787,6 +787,10 @@ bool Informer::watch_once(Scope& scope) {
     std::uniform_int_distribution<int64_t> dist(300, 600);
     o.timeout_seconds = dist(scope.rng);
   }
+  // The server ends the watch after timeout_seconds (with none asked for, kube-apiserver's default
+  // is at most an hour); the informer waits for events until then, plus a grace, in one wait.
+  const int64_t server_timeout = *o.timeout_seconds > 0 ? *o.timeout_seconds : 3600;
+  const auto watch_end = std::chrono::steady_clock::now() + std::chrono::seconds(server_timeout) + opts_.watch_grace;
   auto started = client_.watch(opts_.resource, scope.ns, o);
   if (!started) {
     {
@@ -815,8 +819,12 @@ bool Informer::watch_once(Scope& scope) {
   uint64_t received = 0;
   for (;;) {
     if (stopping()) return false;
-    auto next = stream->next(opts_.watch_poll);
+    // Real time, as the stream waits: no wake-up before an event, the end or stop()'s cancel.
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= watch_end) return false;
+    auto next = stream->next(std::chrono::ceil<std::chrono::milliseconds>(watch_end - now));
     if (!next) {
+      if (stopping()) return false;  // cancelled by stop(): not an error
       {
         std::lock_guard g(mu_);
         ++stats_.errors;
@@ -826,7 +834,8 @@ bool Informer::watch_once(Scope& scope) {
       return false;
     }
     if (!next->has_value()) {
-      if (stream->timed_out()) continue;
+      // Silent past the server's own timeout: a dead connection; watch again from where it was.
+      if (stream->timed_out()) return false;
       // A stream that ends before delivering anything points at a server problem; do not spin.
       if (received == 0 && !stopping()) backoff(scope);
       return false;

@@ -236,11 +236,13 @@ struct InformerOptions {
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   double backoff_jitter = 1.0;  // a delay d becomes d + random[0, jitter * d), capped at backoff_max
-  // How long one WatchStream::next() waits; bounds how quickly stop() is noticed.
-  std::chrono::milliseconds watch_poll{1000};
   // Server-side watch timeout; client-go picks 5..10 minutes at random so watches do not all
-  // reconnect at once. nullopt: a random value in that range.
+  // reconnect at once. nullopt: a random value in that range. The informer waits for the next
+  // event until that timeout plus watch_grace has passed (the server should have ended the watch
+  // by then: a stream silent that long is taken for a dead connection and re-watched); it does
+  // not wake up in between. stop() cancels the stream instead of waiting for it.
   std::optional<int64_t> watch_timeout_seconds;
+  std::chrono::milliseconds watch_grace{std::chrono::seconds(30)};
   uint64_t seed = 0;  // jitter randomness; 0: from std::random_device
 };
 
@@ -265,7 +267,8 @@ class Informer {
   void add_handlers(EventHandlers handlers);
   // Starts one thread per namespace scope. Calling it twice does nothing.
   void start();
-  // Cancels the watches and joins the threads; returns within about watch_poll.
+  // Cancels the watches, ends the backoff waits and joins the threads: a thread waiting for
+  // watch events ends at once (no poll), one in a handler or a list request when that returns.
   void stop();
 
   bool has_synced() const;

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -179,24 +180,45 @@ struct Connection {
   }
 };
 
+// Runs `ioc` until `finished()` holds or `deadline` passes, and returns whether it holds (when it
+// does not, the operation is still pending). The thread sleeps until something happens: the
+// deadline is a timer on the same io_context, and a cancellation from another thread is a
+// handler posted to it. (io_context::run_for and run_one_until cut every wait into slices of at
+// most one second, each one a wake-up: an idle watch would wake its reader once a second.)
+template <class Finished>
+bool run_until_finished(asio::io_context& ioc, const Finished& finished, Clock::time_point deadline) {
+  if (finished()) return true;
+  bool timer_pending = true;
+  bool expired = false;
+  asio::steady_timer timer(ioc, deadline);
+  timer.async_wait([&](const boost::system::error_code& ec) {
+    timer_pending = false;
+    expired = !ec;
+  });
+  ioc.restart();
+  while (!finished() && !expired) ioc.run_one();
+  if (timer_pending) {
+    // Its handler refers to this frame: let it run (aborted) before returning.
+    timer.cancel();
+    while (timer_pending) ioc.run_one();
+  }
+  return finished();
+}
+
 // Runs the connection's io_context until `done` or `deadline`; on deadline closes the socket so
 // the pending operation completes (aborted) and returns false. `cancel` closes it the same way
 // from another thread (the close runs on the io_context's own thread); the caller tells a
 // cancellation from its outcome by the token.
 bool run_until(Connection& c, const bool& done, Clock::time_point deadline, const std::stop_token& cancel) {
-  std::stop_callback on_cancel(cancel, [&c] { asio::post(c.ioc, [&c] { c.close(); }); });
-  while (!done) {
-    const auto now = Clock::now();
-    if (now >= deadline || cancel.stop_requested()) {
-      c.close();
-      c.ioc.restart();
-      c.ioc.run();
-      return false;
-    }
-    c.ioc.restart();
-    c.ioc.run_for(deadline - now);
+  if (done) return true;
+  if (Clock::now() < deadline && !cancel.stop_requested()) {
+    std::stop_callback on_cancel(cancel, [&c] { asio::post(c.ioc, [&c] { c.close(); }); });
+    if (run_until_finished(c.ioc, [&done] { return done; }, deadline)) return true;
   }
-  return true;
+  c.close();
+  c.ioc.restart();
+  c.ioc.run();
+  return false;
 }
 
 std::string ms_text(Clock::duration d) {
@@ -249,16 +271,11 @@ struct Transport::Impl {
                                for (const auto& r : results) endpoints.push_back(r.endpoint());
                                done = true;
                              });
-      while (!done) {
-        const auto now = Clock::now();
-        if (now >= connect_deadline) {
-          resolver.cancel();
-          conn->ioc.restart();
-          conn->ioc.run();
-          return fail(TransportError{Kind::Timeout, fmt::format("resolving {} timed out", cfg.host), false});
-        }
+      if (!run_until_finished(conn->ioc, [&done] { return done; }, connect_deadline)) {
+        resolver.cancel();
         conn->ioc.restart();
-        conn->ioc.run_for(connect_deadline - now);
+        conn->ioc.run();
+        return fail(TransportError{Kind::Timeout, fmt::format("resolving {} timed out", cfg.host), false});
       }
       if (ec || endpoints.empty())
         return fail(TransportError{Kind::Resolve, fmt::format("cannot resolve {}: {}", cfg.host, ec.message()), false});
@@ -481,12 +498,8 @@ class StreamImpl final : public BodyStream {
           in_flight_ = false;
         });
       }
-      while (in_flight_) {
-        const auto now = Clock::now();
-        if (now >= deadline) break;
-        conn_->ioc.restart();
-        conn_->ioc.run_for(deadline - now);
-      }
+      // On timeout the read stays pending: the next read() picks it up.
+      run_until_finished(conn_->ioc, [this] { return !in_flight_; }, deadline);
       if (cancelled_) return fail(TransportError{Kind::Cancelled, what_ + ": cancelled", true});
       if (in_flight_) return Read::Timeout;
       if (ec_) {

@@ -109,7 +109,6 @@ kube::InformerOptions configmap_informer() {
   o.namespaces = {"default"};
   o.backoff_initial = 20ms;
   o.backoff_max = 200ms;
-  o.watch_poll = 50ms;
   o.seed = 7;
   return o;
 }

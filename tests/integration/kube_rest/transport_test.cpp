@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -154,6 +157,13 @@ TestServer::Handler serve_all(Recorder& rec, std::function<void(Session&, const 
       respond(s, *r, rec.size());
     }
   };
+}
+
+// Times the calling thread went to sleep (blocked) since it started.
+long thread_sleeps() {
+  rusage u{};
+  REQUIRE(getrusage(RUSAGE_THREAD, &u) == 0);
+  return u.ru_nvcsw;
 }
 
 }  // namespace
@@ -451,6 +461,76 @@ TEST_CASE("transport: a stop cancels a request the server never answers; later r
   REQUIRE_FALSE(later);
   CHECK(later.error().reason == R::Cancelled);
   CHECK(received == 1);
+}
+
+TEST_CASE("transport: waiting for a response that never comes is one sleep, not one per second") {
+  TestServer server([](Session& s) {
+    s.read_request();
+    s.read_request();  // never answers: blocks until the client gives up and closes
+  });
+  auto cfg = http_config(server.port());
+  cfg.timeout = 4s;
+  auto client = make_client(cfg, nullptr, 0);
+  const long before = thread_sleeps();
+  auto r = client->get(kPods, "ns", "p");
+  const long slept = thread_sleeps() - before;
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("no complete response within 4000ms"));
+  // Connecting and the wait for the response; a wait cut into one-second slices sleeps 5 times.
+  CHECK(slept <= 3);
+}
+
+TEST_CASE("transport: a body read on a silent stream sleeps once until its wait passes, and the stream stays usable") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool send_more = false;
+  TestServer server([&](Session& s) {
+    if (!s.read_request()) return;
+    s.start_chunked();
+    s.chunk("first");
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return send_more; });
+    }
+    s.chunk("second");
+    s.read_request();  // idle until the client goes away
+  });
+  auto release_server = [&] {
+    std::lock_guard lock(mu);
+    send_more = true;
+    cv.notify_all();
+  };
+  struct Release {
+    std::function<void()> f;
+    ~Release() { f(); }
+  } release_at_exit{release_server};
+
+  auto transport = Transport::create(http_config(server.port()));
+  REQUIRE(transport);
+  http::Request req;
+  req.target = "/api/v1/pods?watch=true";
+  auto stream = (*transport)->open_stream(req);
+  REQUIRE(stream);
+  std::string body;
+  while (body != "first") {
+    auto r = (*stream)->read(2s, body);
+    REQUIRE(r);
+    REQUIRE(*r == BodyStream::Read::Data);
+  }
+  const long before = thread_sleeps();
+  auto idle = (*stream)->read(4s, body);
+  const long slept = thread_sleeps() - before;
+  REQUIRE(idle);
+  CHECK(*idle == BodyStream::Read::Timeout);
+  CHECK(slept <= 2);  // a wait cut into one-second slices sleeps at least 4 times
+
+  // The read left pending by the timeout gets the next bytes.
+  release_server();
+  body.clear();
+  auto more = (*stream)->read(60s, body);
+  REQUIRE(more);
+  CHECK(*more == BodyStream::Read::Data);
+  CHECK(body == "second");
 }
 
 TEST_CASE("transport: connection refused is a Transport error") {

@@ -11,6 +11,7 @@
 #include "core/kube/informer.h"
 #include "tests/unit/kube_cache/test_objects.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_client.h"
 
 using namespace unitrain;
 using namespace unitrain::kube;
@@ -59,7 +60,6 @@ InformerOptions pod_options() {
   InformerOptions o;
   o.resource = kPods;
   o.seed = 42;
-  o.watch_poll = 50ms;
   return o;
 }
 
@@ -323,15 +323,124 @@ TEST_CASE("informer: handlers added after sync replay the cache as adds", "[info
 TEST_CASE("informer: stop returns promptly while watching", "[informer]") {
   FakeClient c;
   FakeClock clock;
-  auto opts = pod_options();
-  opts.watch_poll = 10s;  // stop() must cancel the stream, not wait for the poll
-  Informer inf(c, clock, opts);
+  Informer inf(c, clock, pod_options());  // its watch waits minutes for an event: stop() cancels it
   inf.start();
   REQUIRE(inf.wait_for_sync(10s));
   REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
   auto start = std::chrono::steady_clock::now();
   inf.stop();
   CHECK(std::chrono::steady_clock::now() - start < 2s);
+}
+
+namespace {
+
+// What an informer asks of its watch streams: the wait of each next() call, and cancels.
+struct WatchLog {
+  std::mutex mu;
+  std::vector<std::chrono::milliseconds> waits;
+  int cancels = 0;
+  std::vector<std::chrono::milliseconds> snapshot() {
+    std::lock_guard g(mu);
+    return waits;
+  }
+  int cancelled() {
+    std::lock_guard g(mu);
+    return cancels;
+  }
+};
+
+class RecordingStream final : public WatchStream {
+ public:
+  RecordingStream(std::unique_ptr<WatchStream> inner, WatchLog& log) : inner_(std::move(inner)), log_(log) {}
+  ApiResult<std::optional<WatchEvent>> next(std::chrono::milliseconds wait) override {
+    {
+      std::lock_guard g(log_.mu);
+      log_.waits.push_back(wait);
+    }
+    return inner_->next(wait);
+  }
+  bool timed_out() const override { return inner_->timed_out(); }
+  void cancel() override {
+    {
+      std::lock_guard g(log_.mu);
+      ++log_.cancels;
+    }
+    inner_->cancel();
+  }
+
+ private:
+  std::unique_ptr<WatchStream> inner_;
+  WatchLog& log_;
+};
+
+class RecordingClient final : public unitrain::testing::ForwardingClient {
+ public:
+  RecordingClient(Client& inner, WatchLog& log) : ForwardingClient(inner), log_(log) {}
+  ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
+                                                const WatchOptions& opts) override {
+    auto w = inner_.watch(r, ns, opts);
+    if (!w) return w;
+    return std::unique_ptr<WatchStream>(std::make_unique<RecordingStream>(std::move(*w), log_));
+  }
+
+ private:
+  WatchLog& log_;
+};
+
+}  // namespace
+
+TEST_CASE("informer: a silent watch is one wait until the server's timeout, and stop() cancels it", "[informer]") {
+  FakeClient c;
+  FakeClock clock;
+  WatchLog log;
+  RecordingClient client(c, log);
+  auto opts = pod_options();
+  opts.watch_timeout_seconds = 120;
+  Informer inf(client, clock, opts);
+  Recorder rec;
+  inf.add_handlers(rec.handlers());
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(eventually([&] { return log.snapshot().size() == 1; }));
+  // An idle informer does not poll its watch: the one wait covers the server's timeout (a poll
+  // every second would have made about three calls by now).
+  std::this_thread::sleep_for(2500ms);
+  auto waits = log.snapshot();
+  REQUIRE(waits.size() == 1);
+  CHECK(waits[0] > 120s);
+  // After an event, the next wait runs to the same end of the watch.
+  REQUIRE(c.create(kPods, "ns", simple_object("ns", "a").root()));
+  REQUIRE(eventually([&] { return rec.count("add ns/a") == 1 && log.snapshot().size() == 2; }));
+  CHECK(log.snapshot()[1] > 110s);
+  CHECK(log.snapshot()[1] <= waits[0]);
+  // stop() cancels the waiting stream (it would otherwise wait two minutes) and counts no error.
+  const auto start = std::chrono::steady_clock::now();
+  inf.stop();
+  CHECK(std::chrono::steady_clock::now() - start < 30s);
+  CHECK(log.cancelled() == 1);
+  CHECK(inf.stats().errors == 0);
+  CHECK(inf.stats().watches == 1);
+}
+
+TEST_CASE("informer: a watch silent past the server's timeout is taken for dead and watched again", "[informer]") {
+  FakeClient c;  // it never ends a watch at its timeoutSeconds: a server that stopped answering
+  FakeClock clock;
+  auto opts = pod_options();
+  opts.watch_timeout_seconds = 1;
+  opts.watch_grace = 100ms;
+  Informer inf(c, clock, opts);
+  Recorder rec;
+  inf.add_handlers(rec.handlers());
+  inf.start();
+  REQUIRE(inf.wait_for_sync(10s));
+  REQUIRE(eventually([&] { return inf.stats().watches >= 2; }));
+  // The new watch resumes where the old one was: no relist, nothing missed, no error.
+  REQUIRE(c.create(kPods, "ns", simple_object("ns", "b").root()));
+  REQUIRE(eventually([&] { return rec.count("add ns/b") == 1; }));
+  CHECK(inf.stats().relists == 0);
+  CHECK(inf.stats().lists == 1);
+  CHECK(inf.stats().errors == 0);
+  CHECK(inf.cache().size() == 1);
 }
 
 TEST_CASE("projection: a container state keeps a terminated exit code; a null left by a merge patch goes", "[informer]") {
