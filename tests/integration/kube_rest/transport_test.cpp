@@ -476,8 +476,8 @@ TEST_CASE("transport: waiting for a response that never comes is one sleep, not 
   const long slept = thread_sleeps() - before;
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error().message, Catch::Contains("no complete response within 4000ms"));
-  // Connecting and the wait for the response; a wait cut into one-second slices sleeps 5 times.
-  CHECK(slept <= 3);
+  // One sleep (connecting on loopback may add one); a wait cut into one-second slices sleeps 4 times.
+  CHECK(slept <= 2);
 }
 
 TEST_CASE("transport: a body read on a silent stream sleeps once until its wait passes, and the stream stays usable") {
