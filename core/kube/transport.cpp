@@ -157,6 +157,51 @@ class TokenSource {
   bool read_once_ = false;
 };
 
+// The deadline of the wait in progress on one io_context, as a timer on that io_context: the
+// thread sleeps until the operation completes, the timer fires, or a handler posted from another
+// thread (a cancellation) runs. (io_context::run_for and run_one_until cut every wait into
+// slices of at most one second, each one a wake-up: an idle watch would wake its reader once a
+// second.) Arming the timer is a system call, and a wait happens per request and per chunk of a
+// watch, so the timer stays armed across waits and is re-armed only for an earlier deadline; one
+// that fires before the deadline of the wait in progress re-arms itself for it.
+class WaitDeadline {
+ public:
+  explicit WaitDeadline(asio::io_context& ioc) : timer_(ioc) {}
+
+  void begin(Clock::time_point at) {
+    current_ = at;
+    passed_ = false;
+    if (!armed_ || timer_.expiry() > at) arm(at);
+  }
+  void end() { current_ = kNone; }
+  bool passed() const { return passed_; }
+  // No more wake-up from the timer; its handler runs (aborted) at the next run of the io_context.
+  void disarm() {
+    current_ = kNone;
+    armed_ = false;
+    timer_.cancel();
+  }
+
+ private:
+  static constexpr Clock::time_point kNone = Clock::time_point::max();
+  void arm(Clock::time_point at) {
+    timer_.expires_at(at);  // the handler of an earlier wait runs aborted
+    armed_ = true;
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;  // replaced or disarmed
+      armed_ = false;
+      if (current_ == kNone) return;
+      if (Clock::now() >= current_) passed_ = true;
+      else arm(current_);
+    });
+  }
+
+  asio::steady_timer timer_;
+  Clock::time_point current_ = kNone;
+  bool armed_ = false;
+  bool passed_ = false;
+};
+
 // One TCP (optionally TLS) connection with its own io_context, so a request runs its
 // asynchronous operations with deadlines on the calling thread.
 struct Connection {
@@ -164,12 +209,20 @@ struct Connection {
   std::optional<net::AnyStream> stream;  // set by connect()
   beast::flat_buffer buffer;
   bool reused = false;
+  WaitDeadline deadline{ioc};  // after ioc: its timer goes first
 
   beast::tcp_stream& lowest() { return stream->lowest(); }
   void close() {
     boost::system::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().socket().close(ec);
+  }
+  // Runs the io_context until nothing is pending: the operations in flight complete (aborted
+  // once the socket is closed or the resolver cancelled).
+  void drain() {
+    deadline.disarm();
+    ioc.restart();
+    ioc.run();
   }
   // A pooled connection that is readable while idle was closed by the server (or got junk).
   bool stale() {
@@ -180,28 +233,15 @@ struct Connection {
   }
 };
 
-// Runs `ioc` until `finished()` holds or `deadline` passes, and returns whether it holds (when it
-// does not, the operation is still pending). The thread sleeps until something happens: the
-// deadline is a timer on the same io_context, and a cancellation from another thread is a
-// handler posted to it. (io_context::run_for and run_one_until cut every wait into slices of at
-// most one second, each one a wake-up: an idle watch would wake its reader once a second.)
+// Runs the connection's io_context until `finished()` holds or `deadline` passes, sleeping in
+// between, and returns whether it holds (when it does not, the operation is still pending).
 template <class Finished>
-bool run_until_finished(asio::io_context& ioc, const Finished& finished, Clock::time_point deadline) {
+bool run_until_finished(Connection& c, const Finished& finished, Clock::time_point deadline) {
   if (finished()) return true;
-  bool timer_pending = true;
-  bool expired = false;
-  asio::steady_timer timer(ioc, deadline);
-  timer.async_wait([&](const boost::system::error_code& ec) {
-    timer_pending = false;
-    expired = !ec;
-  });
-  ioc.restart();
-  while (!finished() && !expired) ioc.run_one();
-  if (timer_pending) {
-    // Its handler refers to this frame: let it run (aborted) before returning.
-    timer.cancel();
-    while (timer_pending) ioc.run_one();
-  }
+  c.deadline.begin(deadline);
+  c.ioc.restart();
+  while (!finished() && !c.deadline.passed()) c.ioc.run_one();
+  c.deadline.end();
   return finished();
 }
 
@@ -213,11 +253,10 @@ bool run_until(Connection& c, const bool& done, Clock::time_point deadline, cons
   if (done) return true;
   if (Clock::now() < deadline && !cancel.stop_requested()) {
     std::stop_callback on_cancel(cancel, [&c] { asio::post(c.ioc, [&c] { c.close(); }); });
-    if (run_until_finished(c.ioc, [&done] { return done; }, deadline)) return true;
+    if (run_until_finished(c, [&done] { return done; }, deadline)) return true;
   }
   c.close();
-  c.ioc.restart();
-  c.ioc.run();
+  c.drain();
   return false;
 }
 
@@ -271,10 +310,9 @@ struct Transport::Impl {
                                for (const auto& r : results) endpoints.push_back(r.endpoint());
                                done = true;
                              });
-      if (!run_until_finished(conn->ioc, [&done] { return done; }, connect_deadline)) {
+      if (!run_until_finished(*conn, [&done] { return done; }, connect_deadline)) {
         resolver.cancel();
-        conn->ioc.restart();
-        conn->ioc.run();
+        conn->drain();
         return fail(TransportError{Kind::Timeout, fmt::format("resolving {} timed out", cfg.host), false});
       }
       if (ec || endpoints.empty())
@@ -479,8 +517,7 @@ class StreamImpl final : public BodyStream {
   ~StreamImpl() override {
     // Complete (abort) any pending read before the parser it writes into goes away.
     conn_->close();
-    conn_->ioc.restart();
-    conn_->ioc.run();
+    conn_->drain();
   }
 
   const http::Response& head() const override { return head_; }
@@ -499,7 +536,7 @@ class StreamImpl final : public BodyStream {
         });
       }
       // On timeout the read stays pending: the next read() picks it up.
-      run_until_finished(conn_->ioc, [this] { return !in_flight_; }, deadline);
+      run_until_finished(*conn_, [this] { return !in_flight_; }, deadline);
       if (cancelled_) return fail(TransportError{Kind::Cancelled, what_ + ": cancelled", true});
       if (in_flight_) return Read::Timeout;
       if (ec_) {

@@ -513,16 +513,25 @@ TEST_CASE("transport: a body read on a silent stream sleeps once until its wait 
   REQUIRE(stream);
   std::string body;
   while (body != "first") {
-    auto r = (*stream)->read(2s, body);
+    auto r = (*stream)->read(200ms, body);  // the bytes are there: no wait, the timer stays armed
     REQUIRE(r);
     REQUIRE(*r == BodyStream::Read::Data);
   }
+  // A wait longer than the one before: the timer fires first, re-arms, and the wait runs its course.
+  auto start = Clock::now();
+  auto longer = (*stream)->read(1500ms, body);
+  REQUIRE(longer);
+  CHECK(*longer == BodyStream::Read::Timeout);
+  CHECK(Clock::now() - start >= 1500ms);
+
   const long before = thread_sleeps();
+  start = Clock::now();
   auto idle = (*stream)->read(4s, body);
   const long slept = thread_sleeps() - before;
   REQUIRE(idle);
   CHECK(*idle == BodyStream::Read::Timeout);
-  CHECK(slept <= 2);  // a wait cut into one-second slices sleeps at least 4 times
+  CHECK(slept <= 2);  // once; a wait cut into one-second slices sleeps at least 4 times
+  CHECK(Clock::now() - start >= 4s);
 
   // The read left pending by the timeout gets the next bytes.
   release_server();
