@@ -14,7 +14,11 @@
 // has a rate limit (Client::rate_limit) and events are queued, the recorder waits until the budget
 // holds a few tokens and writes that many back to back: the same rate and order as one write per
 // token, but one wake-up of this thread, of the connection and of the API server per burst instead
-// of per event (a paced write costs about twice a write in a burst). Every event that
+// of per event (a paced write costs about twice a write in a burst). The creates of a burst go to
+// the client together (Client::create_all: one pipelined HTTP/1.1 exchange), a dedup PATCH (and
+// the creates it depends on) in its place; a create repeated after its answer was lost (sent again
+// by the client, or retried here) that is answered AlreadyExists was stored the first time and
+// counts as written: the name is this recorder's, unique per nanosecond. Every event that
 // is not written (queue full, spam filter, failed write) is counted in stats() and logged, once
 // per cause and interval with a repeat count.
 #pragma once

@@ -477,6 +477,7 @@ struct Transport::Impl {
                                                                      std::chrono::milliseconds timeout) {
     std::vector<Result<http::Response, TransportError>> out;
     out.reserve(reqs.size());
+    if (reqs.empty()) return out;
     if (reqs.size() == 1) {
       out.push_back(send(reqs.front(), timeout));
       return out;
