@@ -31,7 +31,9 @@ std::vector<CreateOutcome> Client::create_all(const GroupVersionResource& r, std
   out.reserve(objects.size());
   for (const auto& obj : objects) {
     if (auto refused = unnamed_create(r, obj.root())) out.push_back(CreateOutcome{fail(std::move(*refused)), false});
-    else out.push_back(CreateOutcome{create(r, json::get_string(obj.root(), "/metadata/namespace").value_or(""), obj.root(), opts), false});
+    else out.push_back(CreateOutcome{create(r, json::get_string(obj.root(), "/metadata/namespace").value_or(""),
+                                            obj.root(), opts),
+                                     false});
   }
   return out;
 }

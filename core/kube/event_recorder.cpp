@@ -160,7 +160,8 @@ void EventRecorder::run() {
 size_t EventRecorder::await_budget(std::unique_lock<std::mutex>& lock) {
   const QpsLimiter* budget = client_.rate_limit();
   // No budget to wait for: what is queued goes at once, a burst at a time.
-  if (budget == nullptr || budget->qps() <= 0) return std::min(static_cast<size_t>(std::max(opts_.write_burst, 1)), queue_.size());
+  if (budget == nullptr || budget->qps() <= 0)
+    return std::min(static_cast<size_t>(std::max(opts_.write_burst, 1)), queue_.size());
   const size_t most = static_cast<size_t>(std::clamp(opts_.write_burst, 1, budget->burst()));
   // Waiting longer than `most` tokens take to refill would delay events without making the burst
   // larger; and a bucket another writer drains as it refills must not hold this one back forever.
