@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,6 +121,18 @@ class WatchStream {
   virtual void cancel() = 0;
 };
 
+// One create of Client::create_all.
+struct CreateOutcome {
+  ApiResult<json::Document> result;
+  // The create was sent a second time because the first copy got no answer (its pipelined
+  // exchange ended before it): that copy may have been stored, and then this one was answered
+  // AlreadyExists.
+  bool resent = false;
+};
+
+// What create_all answers for an object it will not send (no metadata.name), or nullopt.
+std::optional<ApiError> unnamed_create(const GroupVersionResource& r, const json::Value& obj);
+
 class QpsLimiter;
 
 // `ns` empty means cluster-scoped resources or "all namespaces" for list/watch.
@@ -146,6 +159,16 @@ class Client {
                                                       const ListOptions& selector, const DeleteOptions& opts = {}) = 0;
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
                                                         const WatchOptions& opts) = 0;
+
+  // Creates each object, in order, in its metadata.namespace, with one request and one rate-limit
+  // token each: what create() does for each in turn, except that a client may send them as one
+  // pipelined exchange on one connection (RestClient does). A create left without an answer when
+  // that exchange ends early (the server closed the connection) is sent again on its own
+  // (CreateOutcome::resent). So every object must carry a metadata.name chosen by the caller (not
+  // generateName): a create sent twice cannot then make two objects. One without a name fails as
+  // BadRequest, unsent.
+  virtual std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                                const WriteOptions& opts = {});
 
   // The client-side rate limit every request of this client takes a token from, if it has one: a
   // caller that paces its own requests (the event recorder writes a backlog in bursts) plans with

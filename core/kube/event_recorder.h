@@ -14,7 +14,11 @@
 // has a rate limit (Client::rate_limit) and events are queued, the recorder waits until the budget
 // holds a few tokens and writes that many back to back: the same rate and order as one write per
 // token, but one wake-up of this thread, of the connection and of the API server per burst instead
-// of per event (a paced write costs about twice a write in a burst). Every event that
+// of per event (a paced write costs about twice a write in a burst). The creates of a burst go to
+// the client together (Client::create_all: one pipelined HTTP/1.1 exchange), a dedup PATCH (and
+// the creates it depends on) in its place; a create repeated after its answer was lost (sent again
+// by the client, or retried here) that is answered AlreadyExists was stored the first time and
+// counts as written: the name is this recorder's, unique per nanosecond. Every event that
 // is not written (queue full, spam filter, failed write) is counted in stats() and logged, once
 // per cause and interval with a repeat count.
 #pragma once
@@ -30,6 +34,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
@@ -50,7 +55,9 @@ struct EventRecorderOptions {
   // Under a backlog, events are written this many back to back, once the client's rate limit holds
   // as many tokens (never more than its burst). An event waits at most about write_burst / qps
   // longer than one written per token; one alone, with a token available, is written at once.
-  // 1 writes one at a time, as each token comes.
+  // 1 writes one at a time, as each token comes. The creates of a burst go to the client in one
+  // Client::create_all (one pipelined exchange over HTTP). A client without a rate limit gets
+  // what is queued at once, this many at a time.
   int write_burst = 8;
   // Lines about dropped events: at most one per cause per interval, with a repeat count.
   std::chrono::seconds drop_log_interval{30};
@@ -119,13 +126,42 @@ class EventRecorder {
     std::string first_timestamp;
   };
 
+  // The outcome of correlation for an event that is to be written: its dedup key and message.
+  struct Correlated {
+    std::string key;
+    std::string message;
+  };
+  // An Event create of the burst being written, beside its object.
+  struct NewEvent {
+    const Pending* pending;
+    std::string key, name, ns, timestamp;
+  };
+  struct Creates {
+    std::vector<json::Document> docs;  // sent together (Client::create_all)
+    std::vector<NewEvent> meta;
+  };
+
   void run();
   // With events queued: waits (stop-aware; `lock` holds mu_) until the client's rate limit holds a
   // burst's worth of tokens, at most as long as the bucket takes to refill that many; returns how
   // many queued events to write back to back (at least 1).
   size_t await_budget(std::unique_lock<std::mutex>& lock);
-  void process(Pending& p);
-  std::optional<ApiError> write_with_retry(const std::function<ApiResult<json::Document>()>& call);
+  // Correlates the burst's events in order and writes them: the creates together, as one
+  // pipelined exchange, each PATCH (and any create its dedup depends on) in its place.
+  void write_burst(std::vector<Pending>& burst);
+  // Spam filter and aggregation; nullopt when the spam filter drops the event (counted).
+  std::optional<Correlated> correlate(const Pending& p);
+  // The dedup PATCH of `w`; false when the Event is gone (to be created anew).
+  bool patch_event(const Pending& p, const Correlated& c, Written& w);
+  void add_create(Creates& creates, const Pending& p, Correlated c);
+  void write_creates(Creates& creates);
+  // Creates one Event with retries; `first_failure`: how a first attempt already made failed.
+  void create_event(const json::Document& ev, const NewEvent& meta, std::optional<ApiError> first_failure);
+  void event_created(const NewEvent& meta);
+  // Up to max_attempts calls while the error is retryable; `first_failure`: the error of a first
+  // attempt already made elsewhere (the retries continue from it).
+  std::optional<ApiError> write_with_retry(const std::function<ApiResult<json::Document>()>& call,
+                                           std::optional<ApiError> first_failure = std::nullopt);
   std::string next_name(const std::string& object_name, Clock::SysTime when);
   // Logs (throttled per `cause_key`) that the event `p` was not written and why.
   void log_lost(const Pending& p, const std::string& cause_key, const std::string& why);
@@ -141,6 +177,8 @@ class EventRecorder {
   bool stopping_ = false;
   bool started_ = false;
   bool busy_ = false;
+  // Events of the burst being written: they count against the queue's capacity until written.
+  size_t taken_ = 0;
   // The sender waits for events (not for the budget): only then does event() wake it; a burst
   // being prepared picks new events up when it is written, without a wake-up per event.
   bool awaiting_events_ = false;

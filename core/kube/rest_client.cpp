@@ -421,12 +421,18 @@ ApiError stopped_waiting(const http::Request& req) {
 }
 }  // namespace
 
-ApiResult<http::Response> RestClient::execute(const http::Request& req) {
+ApiResult<http::Response> RestClient::execute(const http::Request& req, std::optional<Sent> first) {
   for (int attempt = 0;; ++attempt) {
-    if (!take_token()) return fail(stopped_waiting(req));
-    const auto started = Clock::now();
-    auto r = transport_->send(req);
-    report(req, started, r ? r->status : 0, r ? nullptr : &r.error());
+    std::optional<Sent> sent;
+    if (attempt == 0 && first) {
+      sent.emplace(std::move(*first));
+    } else {
+      if (!take_token()) return fail(stopped_waiting(req));
+      const auto started = Clock::now();
+      sent.emplace(transport_->send(req));
+      report(req, started, *sent ? (*sent)->status : 0, *sent ? nullptr : &sent->error());
+    }
+    auto& r = *sent;
     if (!r) {
       AttemptOutcome o;
       o.transport_error = &r.error();
@@ -444,15 +450,20 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req) {
   }
 }
 
-ApiResult<json::Document> RestClient::request_json(std::string method, std::string target, std::string body,
-                                                   std::string content_type, const json::FieldMask* fields) {
+namespace {
+http::Request json_request(std::string method, std::string target, std::string body, std::string content_type) {
   http::Request req;
   req.method = std::move(method);
   req.target = std::move(target);
   req.body = std::move(body);
   req.headers.push_back({"Accept", "application/json"});
   if (!content_type.empty()) req.headers.push_back({"Content-Type", std::move(content_type)});
-  auto r = execute(req);
+  return req;
+}
+}  // namespace
+
+ApiResult<json::Document> RestClient::decode(const http::Request& req, ApiResult<http::Response> r,
+                                             const json::FieldMask* fields) const {
   if (!r) return fail(std::move(r.error()));
   // The caller reads nothing of it: a 2xx status is the whole answer, the body is not scanned.
   if (keeps_nothing(fields)) return json::Document::object();
@@ -466,6 +477,51 @@ ApiResult<json::Document> RestClient::request_json(std::string method, std::stri
     return fail(std::move(e));
   }
   return std::move(*doc);
+}
+
+ApiResult<json::Document> RestClient::request_json(std::string method, std::string target, std::string body,
+                                                   std::string content_type, const json::FieldMask* fields) {
+  const http::Request req = json_request(std::move(method), std::move(target), std::move(body), std::move(content_type));
+  return decode(req, execute(req), fields);
+}
+
+std::vector<CreateOutcome> RestClient::create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                                  const WriteOptions& opts) {
+  std::vector<std::optional<CreateOutcome>> outcomes(objects.size());
+  std::vector<http::Request> reqs;
+  std::vector<size_t> of_request;  // the object each request creates
+  reqs.reserve(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const json::Value& obj = objects[i].root();
+    if (auto refused = unnamed_create(r, obj)) {
+      outcomes[i].emplace(CreateOutcome{fail(std::move(*refused)), false});
+      continue;
+    }
+    http::Request req =
+        json_request("POST", resource_path(r, object_namespace({}, obj)), json::dump(obj), "application/json");
+    if (!take_token()) {
+      outcomes[i].emplace(CreateOutcome{fail(stopped_waiting(req)), false});
+      continue;
+    }
+    reqs.push_back(std::move(req));
+    of_request.push_back(i);
+  }
+  const auto started = Clock::now();
+  auto sent = transport_->send_pipelined(reqs);
+  for (size_t k = 0; k < reqs.size(); ++k) {
+    // A request the exchange ended before (the server closed the connection, or it broke) has no
+    // answer to go by: it is sent again on its own, on another connection, with its own token.
+    // Its name makes that safe: if the first copy was stored, the second is answered
+    // AlreadyExists, which the caller tells by `resent`.
+    const bool resend = !sent[k] && sent[k].error().kind == http::TransportError::Kind::ConnectionLost;
+    if (!resend) report(reqs[k], started, sent[k] ? sent[k]->status : 0, sent[k] ? nullptr : &sent[k].error());
+    auto result = resend ? execute(reqs[k]) : execute(reqs[k], std::move(sent[k]));
+    outcomes[of_request[k]].emplace(CreateOutcome{decode(reqs[k], std::move(result), opts.response_fields.get()), resend});
+  }
+  std::vector<CreateOutcome> out;
+  out.reserve(outcomes.size());
+  for (auto& o : outcomes) out.push_back(std::move(*o));
+  return out;
 }
 
 ApiResult<json::Document> RestClient::get(const GroupVersionResource& r, std::string_view ns, std::string_view name) {

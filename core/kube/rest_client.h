@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -96,6 +97,11 @@ class RestClient final : public Client {
   ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
   ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
+  // One token each, taken before any is sent; then one pipelined exchange (Transport::send_pipelined),
+  // each answer through the retry rules as a lone request's; a create the exchange left without an
+  // answer is sent again on its own, through execute().
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
@@ -122,8 +128,13 @@ class RestClient final : public Client {
   RestClient(PassKey<RestClient>, RestConfig cfg, RestClientOptions opts, std::unique_ptr<Transport> t);
 
  private:
-  // Limiter + retries; a 2xx response or the decoded failure.
-  ApiResult<http::Response> execute(const http::Request& req);
+  using Sent = Result<http::Response, http::TransportError>;
+  // Limiter + retries; a 2xx response or the decoded failure. `first`: the outcome of the first
+  // attempt when it was already sent (in a pipelined exchange); the retries follow as usual.
+  ApiResult<http::Response> execute(const http::Request& req, std::optional<Sent> first = std::nullopt);
+  // A response's body as JSON (through `fields`), or the failure.
+  ApiResult<json::Document> decode(const http::Request& req, ApiResult<http::Response> r,
+                                   const json::FieldMask* fields) const;
   void report(const http::Request& req, std::chrono::steady_clock::time_point started, int status,
               const http::TransportError* error) const;
   // Takes a rate-limiter token, waiting as long as it takes; false when the wait was cut short

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -18,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 #include <openssl/bio.h>
@@ -260,6 +262,23 @@ bool run_until(Connection& c, const bool& done, Clock::time_point deadline, cons
   return false;
 }
 
+// A request whose body is the caller's string, not a copy of it.
+using WireRequest = bhttp::request<bhttp::span_body<const char>>;
+using ResponseParser = bhttp::response_parser<bhttp::string_body>;
+
+// Appends the request as it goes on the wire (start line, headers, body) to `out`.
+void append_serialized(std::string& out, WireRequest& msg) {
+  bhttp::request_serializer<bhttp::span_body<const char>> sr{msg};
+  boost::system::error_code ec;
+  do {
+    sr.next(ec, [&](boost::system::error_code&, const auto& buffers) {
+      const size_t before = out.size();
+      for (auto b : beast::buffers_range_ref(buffers)) out.append(static_cast<const char*>(b.data()), b.size());
+      sr.consume(out.size() - before);
+    });
+  } while (!ec && !sr.is_done());
+}
+
 std::string ms_text(Clock::duration d) {
   return fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
@@ -384,8 +403,10 @@ struct Transport::Impl {
     if (idle.size() < opts.max_idle_connections) idle.push_back(std::move(c));
   }
 
-  bhttp::request<bhttp::string_body> build(const http::Request& req) {
-    bhttp::request<bhttp::string_body> r;
+  // The request as Beast writes it; the body is not copied: the message refers to `req.body`,
+  // which must outlive it.
+  WireRequest build(const http::Request& req) {
+    WireRequest r;
     r.version(11);
     auto verb = bhttp::string_to_verb(req.method);
     if (verb == bhttp::verb::unknown) r.method_string(req.method);
@@ -395,7 +416,7 @@ struct Transport::Impl {
     r.set(bhttp::field::user_agent, opts.user_agent);
     if (std::string t = token.get(); !t.empty()) r.set(bhttp::field::authorization, "Bearer " + t);
     for (const auto& h : req.headers) r.set(h.name, h.value);
-    r.body() = req.body;
+    r.body() = WireRequest::body_type::value_type(req.body.data(), req.body.size());
     r.keep_alive(true);
     r.prepare_payload();
     return r;
@@ -458,6 +479,20 @@ struct Transport::Impl {
                                r.error().request_sent});
   }
 
+  // Reads the response to `req` from the connection into `parser` (`ec` says how the read
+  // ended); false when `deadline` passed or the request was cancelled first.
+  bool read_response(Connection& c, const http::Request& req, ResponseParser& parser, boost::system::error_code& ec,
+                     Clock::time_point deadline) {
+    parser.body_limit(boost::none);  // lists of 100k pods are hundreds of MB
+    if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
+    bool done = false;
+    bhttp::async_read(*c.stream, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
+      ec = e;
+      done = true;
+    });
+    return run_until(c, done, deadline, opts.cancel);
+  }
+
   Result<http::Response, TransportError> send(const http::Request& req, std::chrono::milliseconds timeout) {
     return unless_cancelled(req, send_once(req, timeout));
   }
@@ -474,16 +509,9 @@ struct Transport::Impl {
         if (attempt == 0 && retry_on_fresh(c, req, w.error(), false)) continue;
         return fail(std::move(w.error()));
       }
-      bhttp::response_parser<bhttp::string_body> parser;
-      parser.body_limit(boost::none);  // lists of 100k pods are hundreds of MB
-      if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
+      ResponseParser parser;
       boost::system::error_code ec;
-      bool done = false;
-      bhttp::async_read(*c.stream, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
-        ec = e;
-        done = true;
-      });
-      if (!run_until(c, done, deadline, opts.cancel))
+      if (!read_response(c, req, parser, ec, deadline))
         return fail(TransportError{Kind::Timeout, fmt::format("{}: no complete response within {}", describe(req), ms_text(total)),
                                    true});
       if (ec) {
@@ -497,6 +525,85 @@ struct Transport::Impl {
       // A cancellation may have left a close queued on the connection's io_context.
       if (keep && c.buffer.size() == 0 && !opts.cancel.stop_requested()) release(std::move(*conn));
       return resp;
+    }
+  }
+
+  std::vector<Result<http::Response, TransportError>> send_pipelined(std::span<const http::Request> reqs,
+                                                                     std::chrono::milliseconds timeout) {
+    std::vector<Result<http::Response, TransportError>> out;
+    out.reserve(reqs.size());
+    if (reqs.empty()) return out;
+    if (reqs.size() == 1) {
+      out.push_back(send(reqs.front(), timeout));
+      return out;
+    }
+    pipelined_once(reqs, timeout, out);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = unless_cancelled(reqs[i], std::move(out[i]));
+    return out;
+  }
+
+  // Fills `out` with one result per request.
+  void pipelined_once(std::span<const http::Request> reqs, std::chrono::milliseconds timeout,
+                      std::vector<Result<http::Response, TransportError>>& out) {
+    // Requests from `from` on get `error`, each naming itself.
+    auto fail_from = [&](size_t from, Kind kind, const std::string& why, bool sent) {
+      for (size_t i = from; i < reqs.size(); ++i)
+        out.emplace_back(fail(TransportError{kind, fmt::format("{}: {}", describe(reqs[i]), why), sent}));
+    };
+    if (opts.cancel.stop_requested()) return fail_from(0, Kind::Cancelled, "cancelled: stopping", false);
+    const auto total = timeout.count() > 0 ? timeout : cfg.timeout;
+    const auto deadline = Clock::now() + total;
+    std::string wire;
+    for (const auto& req : reqs) {
+      auto msg = build(req);
+      append_serialized(wire, msg);
+    }
+    for (int attempt = 0;; ++attempt) {
+      auto conn = acquire(deadline);
+      if (!conn) return fail_from(0, conn.error().kind, conn.error().message, false);
+      Connection& c = **conn;
+      boost::system::error_code ec;
+      size_t written = 0;
+      bool done = false;
+      asio::async_write(*c.stream, asio::buffer(wire), [&](const boost::system::error_code& e, size_t n) {
+        ec = e;
+        written = n;
+        done = true;
+      });
+      if (!run_until(c, done, deadline, opts.cancel))
+        return fail_from(0, Kind::Timeout, "writing the pipelined requests timed out", written > 0);
+      if (ec) {
+        // A pooled connection the server had closed: nothing reached it, try a fresh one.
+        if (attempt == 0 && c.reused && written == 0) continue;
+        return fail_from(0, Kind::ConnectionLost, "writing the pipelined requests: " + ec.message(), written > 0);
+      }
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        ResponseParser parser;
+        if (!read_response(c, reqs[i], parser, ec, deadline))
+          return fail_from(i, Kind::Timeout, fmt::format("no complete response within {} (pipelined)", ms_text(total)),
+                           true);
+        if (ec) {
+          auto e = read_error(reqs[i], ec, parser.got_some());
+          const std::string why = "no response: the connection ended before it (" + e.message + ")";
+          out.emplace_back(fail(std::move(e)));
+          return fail_from(i + 1, Kind::ConnectionLost, why, true);
+        }
+        http::Response resp = head_of(parser);
+        const bool keep = parser.keep_alive();
+        resp.body = std::move(parser.get().body());
+        out.emplace_back(std::move(resp));
+        if (!keep) {
+          // The server reads nothing after a response that closes the connection (RFC 9112 9.6).
+          if (i + 1 < reqs.size())
+            fail_from(i + 1, Kind::ConnectionLost,
+                      fmt::format("no response: the server closed the connection after answering {} (Connection: close)",
+                                  describe(reqs[i])),
+                      true);
+          return;
+        }
+      }
+      if (c.buffer.size() == 0 && !opts.cancel.stop_requested()) release(std::move(*conn));
+      return;
     }
   }
 
@@ -648,6 +755,11 @@ Result<std::unique_ptr<Transport>> Transport::create(const RestConfig& cfg, Tran
 
 Result<http::Response, http::TransportError> Transport::send(const http::Request& req, std::chrono::milliseconds timeout) {
   return impl_->send(req, timeout);
+}
+
+std::vector<Result<http::Response, http::TransportError>> Transport::send_pipelined(std::span<const http::Request> reqs,
+                                                                                   std::chrono::milliseconds timeout) {
+  return impl_->send_pipelined(reqs, timeout);
 }
 
 Result<std::unique_ptr<BodyStream>, http::TransportError> Transport::open_stream(const http::Request& req) {

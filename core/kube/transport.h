@@ -14,8 +14,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "core/base/passkey.h"
 #include "core/base/result.h"
@@ -62,6 +64,14 @@ class Transport {
   // One request, whole response body, bounded by `timeout` (0: the config's timeout).
   Result<http::Response, http::TransportError> send(const http::Request& req,
                                                     std::chrono::milliseconds timeout = {});
+  // Several requests as one pipelined HTTP/1.1 exchange: written together in one write on one
+  // connection, the responses read in their order, all bounded by `timeout` (0: the config's).
+  // One result per request, in order. A response that says `Connection: close`, or a connection
+  // lost before every response arrived, ends the pipeline: each request left without a response
+  // gets a ConnectionLost error (request_sent: the server may have seen it), for the caller to
+  // send again where repeating it is safe; this never repeats a request that was written.
+  std::vector<Result<http::Response, http::TransportError>> send_pipelined(std::span<const http::Request> reqs,
+                                                                           std::chrono::milliseconds timeout = {});
   // Sends the request and returns once the response headers arrived (bounded by the config's
   // timeout); the body is then read through the stream.
   Result<std::unique_ptr<BodyStream>, http::TransportError> open_stream(const http::Request& req);

@@ -11,12 +11,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "core/kube/clock.h"
+#include "core/kube/event_recorder.h"
 #include "core/kube/rest_client.h"
 #include "test_server.h"
 
@@ -25,7 +28,7 @@ namespace json = unitrain::json;
 using namespace unitrain::kube::testing;
 using namespace std::chrono_literals;
 using R = ApiError::Reason;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -422,9 +425,9 @@ TEST_CASE("transport: a server that accepts and never answers times out, no hang
   auto cfg = http_config(server.port());
   cfg.timeout = 300ms;
   auto client = make_client(cfg, nullptr, 1);
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   auto r = client->get(kPods, "ns", "p");
-  const auto elapsed = Clock::now() - start;
+  const auto elapsed = SteadyClock::now() - start;
   REQUIRE_FALSE(r);
   CHECK(r.error().reason == R::Transport);
   CHECK_THAT(r.error().message, Catch::Contains("no complete response within 300ms"));
@@ -659,9 +662,9 @@ TEST_CASE("watch: next() times out, and cancel() from another thread unblocks it
     std::this_thread::sleep_for(100ms);
     raw->cancel();
   });
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   auto cancelled = (*w)->next(10s);
-  const auto elapsed = Clock::now() - start;
+  const auto elapsed = SteadyClock::now() - start;
   canceller.join();
   REQUIRE_FALSE(cancelled);
   CHECK(cancelled.error().reason == R::Cancelled);
@@ -820,10 +823,10 @@ TEST_CASE("REST: a large list through HTTP and the JSON parser (measurement)") {
   auto cfg = http_config(server.port());
   cfg.timeout = 60s;
   auto client = make_client(cfg);
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   const std::clock_t cpu_start = std::clock();
   auto list = client->list(kPods, "", {});
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
   const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   REQUIRE(list);
   const json::Value* items = json::find(list->root(), "/items");
@@ -832,4 +835,196 @@ TEST_CASE("REST: a large list through HTTP and the JSON parser (measurement)") {
   // CPU time (client and server threads of this process) is the stable figure on a shared machine.
   WARN("list of " << kCount << " pods, " << body.size() / 1e6 << " MB over HTTP + parse: wall " << secs
                   << " s, cpu " << cpu << " s = " << kCount / cpu << " objects/cpu-s");
+}
+
+// ---- pipelined creates (RestClient::create_all over Transport::send_pipelined) ---------------
+
+namespace {
+
+const GroupVersionResource kEventsResource{"", "v1", "events"};
+
+std::vector<json::Document> named_events(size_t n) {
+  std::vector<json::Document> out;
+  for (size_t i = 0; i < n; ++i) {
+    auto d = json::Document::parse(fmt::format(
+        R"({{"apiVersion":"v1","kind":"Event","metadata":{{"name":"job-{}.00000000000000{:02}","namespace":"ns"}},"reason":"R"}})",
+        i, i));
+    REQUIRE(d);
+    out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+std::string name_in(const std::string& body) {
+  auto d = json::Document::parse(body);
+  return d ? std::string(json::get_string(d->root(), "/metadata/name").value_or("")) : std::string();
+}
+
+// Reads `n` requests off the session before it answers any of them (a client that waited for
+// each response before sending the next request would wait here until its timeout).
+std::vector<RawRequest> read_burst(Session& s, Recorder& rec, size_t n) {
+  std::vector<RawRequest> burst;
+  while (burst.size() < n) {
+    auto r = s.read_request();
+    if (!r) break;
+    rec.add(*r);
+    burst.push_back(std::move(*r));
+  }
+  return burst;
+}
+
+}  // namespace
+
+TEST_CASE("transport: a pipelined burst is sent before any response is read; the responses come back in order") {
+  constexpr size_t kBurst = 5;
+  Recorder rec;
+  TestServer server([&](Session& s) {
+    auto burst = read_burst(s, rec, kBurst);
+    if (burst.size() < kBurst) return;
+    // Echoes each object as it was created, in the order the requests came.
+    for (const auto& r : burst) s.respond(201, r.body);
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      s.respond(201, r->body);
+    }
+  });
+  RestConfig cfg = http_config(server.port());
+  auto client = make_client(cfg, nullptr, 0);
+  auto objects = named_events(kBurst);
+  auto outcomes = client->create_all(kEventsResource, objects);
+  REQUIRE(outcomes.size() == kBurst);
+  for (size_t i = 0; i < kBurst; ++i) {
+    INFO("create " << i);
+    REQUIRE(outcomes[i].result);
+    CHECK_FALSE(outcomes[i].resent);
+    CHECK(json::get_string(outcomes[i].result->root(), "/metadata/name") ==
+          json::get_string(objects[i].root(), "/metadata/name"));
+    CHECK(rec.at(i).method == "POST");
+    CHECK(rec.at(i).target == "/api/v1/namespaces/ns/events");
+    CHECK(name_in(rec.at(i).body) == json::get_string(objects[i].root(), "/metadata/name"));
+  }
+  // The connection stays in the pool for what comes next.
+  REQUIRE(client->create(kEventsResource, "ns", objects[0].root()));
+  CHECK(server.connections() == 1);
+
+  // The transport alone: a pipelined exchange of other verbs, answered in order as well.
+  std::vector<http::Request> reqs(3);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].method = i == 1 ? "PUT" : "POST";
+    reqs[i].target = fmt::format("/api/v1/namespaces/ns/events/e{}", i);
+    reqs[i].body = fmt::format(R"({{"metadata":{{"name":"e{}"}}}})", i);
+  }
+  auto raw = client->transport().send_pipelined(reqs);
+  REQUIRE(raw.size() == 3);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    INFO("request " << i);
+    REQUIRE(raw[i]);
+    CHECK(raw[i]->body == reqs[i].body);
+  }
+  CHECK(rec.at(kBurst + 2).method == "PUT");
+  CHECK(server.connections() == 1);
+}
+
+TEST_CASE("transport: a pipelined burst the server ends after k responses: the rest are sent again and all succeed") {
+  constexpr size_t kBurst = 5;
+  constexpr size_t kAnswered = 2;
+  const bool says_close = GENERATE(true, false);  // Connection: close, or the connection just breaks
+  INFO((says_close ? "Connection: close" : "connection broken"));
+  Recorder rec;
+  std::atomic<int> connection{0};
+  TestServer server([&](Session& s) {
+    if (connection++ == 0) {
+      auto burst = read_burst(s, rec, kBurst);
+      for (size_t i = 0; i < kAnswered && i < burst.size(); ++i) {
+        std::vector<std::string> headers;
+        if (says_close && i + 1 == kAnswered) headers.push_back("Connection: close");
+        s.respond(201, burst[i].body, headers);
+      }
+      return;  // closed without answering the rest
+    }
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      s.respond(201, r->body);
+    }
+  });
+  auto client = make_client(http_config(server.port()), nullptr, 0);
+  auto objects = named_events(kBurst);
+  auto outcomes = client->create_all(kEventsResource, objects);
+  REQUIRE(outcomes.size() == kBurst);
+  for (size_t i = 0; i < kBurst; ++i) {
+    INFO("create " << i);
+    CHECK(outcomes[i].result);
+    CHECK(outcomes[i].resent == (i >= kAnswered));
+  }
+  // The burst once, then each unanswered create alone, in order, on a fresh connection.
+  REQUIRE(rec.size() == kBurst + (kBurst - kAnswered));
+  for (size_t i = kAnswered; i < kBurst; ++i)
+    CHECK(name_in(rec.at(kBurst + i - kAnswered).body) == json::get_string(objects[i].root(), "/metadata/name"));
+  CHECK(server.connections() == 2);
+}
+
+TEST_CASE("events: a create sent again after its exchange broke, answered 409 AlreadyExists, counts as written once") {
+  constexpr size_t kBurst = 4;
+  constexpr size_t kAnswered = 1;
+  Recorder rec;
+  std::mutex stored_mu;
+  std::set<std::string> stored;  // Event names the "API server" holds
+  auto store = [&](const RawRequest& r) {
+    std::lock_guard lock(stored_mu);
+    return stored.insert(name_in(r.body)).second;
+  };
+  std::atomic<int> connection{0};
+  TestServer server([&](Session& s) {
+    if (connection++ == 0) {
+      // Stores the whole burst, answers the first create only and breaks the connection.
+      auto burst = read_burst(s, rec, kBurst);
+      for (const auto& r : burst) store(r);
+      for (size_t i = 0; i < kAnswered && i < burst.size(); ++i) s.respond(201, "{}");
+      return;
+    }
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      if (r->method == "PATCH") s.respond(200, "{}");
+      else if (store(*r)) s.respond(201, "{}");
+      else
+        s.respond(409, R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,)"
+                       R"("message":"events \")" + name_in(r->body) + R"(\" already exists"})");
+    }
+  });
+  RestConfig cfg = http_config(server.port());
+  cfg.qps = 1000;  // a budget that holds the burst: the recorder writes it at once
+  cfg.burst = 30;
+  auto client = make_client(cfg, nullptr, 0);
+  RealClock clock;
+  EventRecorderOptions o;
+  o.component = "pytorchjob-controller";
+  EventRecorder recorder(*client, clock, o);
+  auto job = [](size_t i) {
+    auto d = json::Document::parse(fmt::format(
+        R"({{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{{"name":"j{}","namespace":"ns","uid":"u{}"}}}})", i, i));
+    REQUIRE(d);
+    return std::move(*d);
+  };
+  for (size_t i = 0; i < kBurst; ++i) recorder.event(job(i).root(), "Normal", "SuccessfulCreatePod", "m");
+  recorder.start();
+  REQUIRE(recorder.flush(10s));
+  auto stats = recorder.stats();
+  CHECK(stats.created == kBurst);
+  CHECK(stats.failed == 0);
+  CHECK(stats.lost() == 0);
+  {
+    std::lock_guard lock(stored_mu);
+    CHECK(stored.size() == kBurst);
+  }
+  // The burst, then the unanswered creates again, each answered 409.
+  REQUIRE(rec.size() == kBurst + (kBurst - kAnswered));
+  // Written means known: the same event again updates that Event.
+  recorder.event(job(kBurst - 1).root(), "Normal", "SuccessfulCreatePod", "m");
+  REQUIRE(recorder.flush(10s));
+  REQUIRE(rec.size() == kBurst + (kBurst - kAnswered) + 1);
+  const RawRequest last = rec.at(rec.size() - 1);
+  CHECK(last.method == "PATCH");
+  CHECK(last.target == "/api/v1/namespaces/ns/events/" + name_in(rec.at(kBurst - 1).body));
+  CHECK(recorder.stats().patched == 1);
+  recorder.stop();
 }

@@ -359,6 +359,60 @@ TEST_CASE("a request with more header fields than one write takes arrives whole 
   }
 }
 
+TEST_CASE("pipelined requests on one connection are answered in order over HTTP and HTTPS") {
+  for (bool tls : {false, true}) {
+    INFO((tls ? "https" : "http"));
+    LocalClusterOptions o;
+    o.tls = tls;
+    auto c = start_cluster(o);
+    kube::RestConfig cfg;
+    cfg.scheme = tls ? "https" : "http";
+    cfg.host = "127.0.0.1";
+    cfg.port = c->port();
+    cfg.ca_pem = c->ca_pem();
+    cfg.bearer_token = c->token().value_or("");
+    auto transport = kube::Transport::create(cfg);
+    REQUIRE(transport);
+    auto request = [](std::string method, std::string target, std::string body = {}) {
+      kube::http::Request r;
+      r.method = std::move(method);
+      r.target = std::move(target);
+      r.headers.push_back({"Accept", "application/json"});
+      if (!body.empty()) r.headers.push_back({"Content-Type", "application/json"});
+      r.body = std::move(body);
+      return r;
+    };
+    const std::string cms = "/api/v1/namespaces/default/configmaps";
+    // Written at once, so each request after the first is (partly) in the server's buffer when
+    // it reads the one before it; the large body makes one request span many reads.
+    const std::vector<kube::http::Request> reqs{
+        request("POST", cms, configmap("p1")),
+        request("GET", cms + "/p1"),
+        request("POST", cms, configmap("p1")),
+        request("GET", cms + "/missing"),
+        request("POST", cms, configmap("p2", std::string(100000, 'y'))),
+        request("GET", cms + "?labelSelector=app%3Dt"),
+        request("DELETE", cms + "/p1"),
+        request("GET", cms + "/p2"),
+    };
+    auto res = (*transport)->send_pipelined(reqs);
+    REQUIRE(res.size() == reqs.size());
+    const std::vector<int> statuses{201, 200, 409, 404, 201, 200, 200, 200};
+    for (size_t i = 0; i < res.size(); ++i) {
+      INFO("request " << i << ": " << reqs[i].method << " " << reqs[i].target);
+      REQUIRE(res[i]);
+      CHECK(res[i]->status == statuses[i]);
+    }
+    CHECK(str(parse(res[1]->body).root(), "/metadata/name") == "p1");
+    CHECK(str(parse(res[2]->body).root(), "/reason") == "AlreadyExists");
+    CHECK(str(parse(res[3]->body).root(), "/reason") == "NotFound");
+    CHECK(parse(res[5]->body).root()["items"].Size() == 2);
+    CHECK(str(parse(res[7]->body).root(), "/data/k").size() == 100000);
+    CHECK((*transport)->connections_opened() == 1);
+    CHECK((*transport)->idle_connections() == 1);  // kept alive after the exchange
+  }
+}
+
 TEST_CASE("printer helpers: simple JSONPath, human durations, CRD columns") {
   auto obj = parse(R"({"spec":{"replicas":3},"metadata":{"labels":{"a.b/c":"x"}},
                        "status":{"conditions":[{"type":"Created"},{"type":"Running"}]}})");

@@ -1,3 +1,4 @@
+#include <atomic>
 #include <future>
 #include <regex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "core/kube/fake_client.h"
 #include "core/kube/qps_limiter.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_client.h"
 #include "tests/unit/kube_cache/test_objects.h"
 
 using namespace unitrain;
@@ -94,6 +96,19 @@ class PacedClient final : public Client {
     if (auto e = take_token()) return fail(std::move(*e));
     return inner_.create(r, ns, obj, o);
   }
+  // The size of each create_all call (a burst's creates, sent together).
+  std::vector<size_t> batches() const {
+    std::lock_guard g(mu_);
+    return batches_;
+  }
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& o = {}) override {
+    {
+      std::lock_guard g(mu_);
+      batches_.push_back(objects.size());
+    }
+    return Client::create_all(r, objects, o);  // through create(): one token each, in order
+  }
   ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& o = {}) override {
     return inner_.update(r, ns, obj, o);
@@ -144,6 +159,7 @@ class PacedClient final : public Client {
   bool stopping_ = false;
   int token_waits_ = 0;
   std::vector<Write> writes_;
+  std::vector<size_t> batches_;
 };
 
 // Declared after the recorder: when a test ends early (a failed REQUIRE), the recorder's stop
@@ -484,4 +500,157 @@ TEST_CASE("events: stop ends the wait for the budget at once", "[events]") {
   CHECK(c.write_count() == 0);
   CHECK(r.stats().failed == 3);
   CHECK(r.stats().lost() == 3);
+}
+
+TEST_CASE("events: a burst's creates go to the client together, in order; a PATCH keeps its place", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);
+  EventRecorder r(c, clock, options());  // write_burst 8
+  StopClientFirst guard{c};
+  for (int i = 0; i < 3; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.event(job("j0").root(), "Normal", "SuccessfulCreatePod", "m");  // the same again: a dedup PATCH
+  r.event(job("j3").root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(r.flush(10s));
+  // One burst of 5: the three creates before the PATCH together (its Event must exist first),
+  // then the PATCH, then the last create alone.
+  CHECK(c.batches() == std::vector<size_t>{3});
+  auto writes = inner.writes();
+  REQUIRE(writes.size() == 5);
+  const std::vector<std::pair<FakeClient::Verb, std::string>> expected{{FakeClient::Verb::Create, "j0."},
+                                                                       {FakeClient::Verb::Create, "j1."},
+                                                                       {FakeClient::Verb::Create, "j2."},
+                                                                       {FakeClient::Verb::Patch, "j0."},
+                                                                       {FakeClient::Verb::Create, "j3."}};
+  for (size_t i = 0; i < writes.size(); ++i) {
+    INFO("write " << i);
+    CHECK(writes[i].verb == expected[i].first);
+    CHECK_THAT(writes[i].name, Catch::StartsWith(expected[i].second));
+  }
+  CHECK(writes[3].name == writes[0].name);
+  CHECK(c.write_count() == 5);  // one token per write
+  CHECK(r.stats().created == 4);
+  CHECK(r.stats().patched == 1);
+}
+
+TEST_CASE("events: under a backlog each burst's creates are one call to the client", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);
+  auto o = options();
+  o.write_burst = 5;
+  EventRecorder r(c, clock, o);
+  StopClientFirst guard{c};
+  for (int i = 0; i < 12; ++i) r.event(job(fmt::format("j{:02}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(r.flush(10s));  // 30 tokens in the bucket: no wait
+  CHECK(c.batches() == std::vector<size_t>{5, 5, 2});
+  CHECK(c.write_count() == 12);  // one token per create
+  auto creates = inner.writes();
+  REQUIRE(creates.size() == 12);
+  for (size_t i = 0; i < creates.size(); ++i) CHECK_THAT(creates[i].name, Catch::StartsWith(fmt::format("j{:02}.", i)));
+}
+
+namespace {
+
+// Stores every create of a batch but answers those from `answered` on as RestClient does when
+// the pipelined exchange broke after the server had stored them: sent again, AlreadyExists.
+class BrokenExchangeClient final : public unitrain::testing::ForwardingClient {
+ public:
+  BrokenExchangeClient(Client& inner, size_t answered, bool resent)
+      : ForwardingClient(inner), answered_(answered), resent_(resent) {}
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& o = {}) override {
+    ++calls_;
+    auto out = inner_.create_all(r, objects, o);
+    for (size_t i = answered_; i < out.size(); ++i) {
+      ApiError e;
+      e.reason = ApiError::Reason::AlreadyExists;
+      e.code = 409;
+      e.message = "events already exists";
+      out[i].result = fail(std::move(e));
+      out[i].resent = resent_;
+    }
+    return out;
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  size_t answered_;
+  bool resent_;
+  std::atomic<int> calls_{0};
+};
+
+}  // namespace
+
+TEST_CASE("events: a create sent again by the client and answered AlreadyExists is written, once", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  BrokenExchangeClient c(inner, 1, /*resent=*/true);
+  EventRecorder r(c, clock, options());
+  for (int i = 0; i < 4; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(r.flush(10s));
+  CHECK(c.calls() == 1);  // no rate limit: the 4 queued events are one burst
+  CHECK(r.stats().created == 4);
+  CHECK(r.stats().failed == 0);
+  CHECK(r.stats().lost() == 0);
+  CHECK(events(inner).size() == 4);
+  CHECK(writes_of(inner, FakeClient::Verb::Create) == 4);  // never a second copy
+  // Known as written: the same event again is its PATCH.
+  r.event(job("j3").root(), "Normal", "SuccessfulCreatePod", "m");
+  REQUIRE(r.flush(10s));
+  CHECK(writes_of(inner, FakeClient::Verb::Patch) == 1);
+  CHECK(r.stats().patched == 1);
+}
+
+TEST_CASE("events: AlreadyExists on a create sent once is someone else's Event: not written", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  BrokenExchangeClient c(inner, 1, /*resent=*/false);
+  EventRecorder r(c, clock, options());
+  for (int i = 0; i < 2; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  REQUIRE(r.flush(10s));
+  CHECK(c.calls() == 1);
+  CHECK(r.stats().created == 1);
+  CHECK(r.stats().failed == 1);
+}
+
+namespace {
+
+// Stores the first create but loses its answer (a transport error after the request was sent).
+class LostAnswerClient final : public unitrain::testing::ForwardingClient {
+ public:
+  using ForwardingClient::ForwardingClient;
+  ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const WriteOptions& o = {}) override {
+    auto stored = inner_.create(r, ns, obj, o);
+    if (!stored || lost_++ > 0) return stored;
+    ApiError e;
+    e.reason = ApiError::Reason::Transport;
+    e.message = "POST /api/v1/namespaces/team/events: connection lost in the middle of the response";
+    return fail(std::move(e));
+  }
+
+ private:
+  int lost_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("events: a create retried after its answer was lost, answered AlreadyExists, is written once", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  LostAnswerClient c(inner);
+  EventRecorder r(c, clock, options());
+  r.start();
+  r.event(job().root(), "Normal", "SuccessfulCreatePod", "Created pod: mnist-worker-0");
+  REQUIRE(clock.await_waiters(1));  // the retry's backoff
+  clock.advance(1s);
+  REQUIRE(r.flush(10s));
+  CHECK(r.stats().created == 1);
+  CHECK(r.stats().failed == 0);
+  CHECK(events(inner).size() == 1);
 }

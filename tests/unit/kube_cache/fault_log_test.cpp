@@ -8,9 +8,12 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/kube/clock.h"
 #include "core/kube/fake_client.h"
 #include "core/kube/fault_log.h"
+#include "tests/support/forwarding_client.h"
 
 using namespace unitrain::kube;
 using namespace std::chrono_literals;
@@ -187,4 +190,44 @@ TEST_CASE("the reporting client reports every call and passes results through") 
   CHECK(faults.causes("tfjob-controller").size() == 1);
   CHECK(client.list(kPodsResource, "", {}));
   CHECK(faults.causes("tfjob-controller").empty());
+}
+
+namespace {
+// Counts create_all calls: the reporting client must pass a batch on whole (a RestClient sends it
+// as one pipelined exchange), not split it into creates.
+class BatchCountingClient final : public unitrain::testing::ForwardingClient {
+ public:
+  using ForwardingClient::ForwardingClient;
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const unitrain::json::Document> objects,
+                                        const WriteOptions& o = {}) override {
+    ++batches;
+    return inner_.create_all(r, objects, o);
+  }
+  int batches = 0;
+};
+}  // namespace
+
+TEST_CASE("the reporting client passes a batch of creates on whole and reports each create") {
+  CapturedLog log;
+  FakeClock clock;
+  FakeClient fake;
+  BatchCountingClient inner(fake);
+  FaultLog faults(clock, kAccess, 30s);
+  ReportingClient client(inner, faults, "tfjob-controller", {{"controller", "tfjob-controller"}});
+  const GroupVersionResource events{"", "v1", "events"};
+  std::vector<unitrain::json::Document> objects;
+  for (const char* ns : {"a", "b"}) {
+    auto d = unitrain::json::Document::parse(fmt::format(R"({{"metadata":{{"name":"e","namespace":"{}"}}}})", ns));
+    REQUIRE(d);
+    objects.push_back(std::move(*d));
+  }
+  fake.fail_next(FakeClient::Verb::Create, error(ApiError::Reason::Forbidden, 403, "events is forbidden"));
+  auto out = client.create_all(events, objects);
+  CHECK(inner.batches == 1);
+  REQUIRE(out.size() == 2);
+  REQUIRE_FALSE(out[0].result);
+  CHECK(out[0].result.error().code == 403);
+  CHECK(out[1].result);
+  REQUIRE(log.lines().size() == 1);
+  CHECK_THAT(log.lines()[0], Catch::StartsWith("error create events in namespace a failed: "));
 }
