@@ -143,7 +143,20 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     std::string_view frame(data + start_, scan_ - start_);
     const size_t frame_offset = consumed_ + start_;
     start_ = scan_;
-    auto doc = frame_fields_ ? json::Document::parse(frame, *frame_fields_) : json::Document::parse(frame);
+    json::WrittenText text;
+    Result<json::Document> doc = fail("");
+    if (frame_fields_ && text_codes_) {
+      text.codes = text_codes_->get();
+      auto parsed = json::CodedText::parse_writing_member(frame, *frame_fields_, "object", *text.codes, text_scratch_);
+      if (parsed) {
+        doc = std::move(parsed->doc);
+        text.text = std::move(parsed->member_text);
+      } else {
+        doc = fail(parsed.error());
+      }
+    } else {
+      doc = frame_fields_ ? json::Document::parse(frame, *frame_fields_) : json::Document::parse(frame);
+    }
     // An ERROR event's object is a metav1.Status, not the watched kind: read it whole.
     if (doc && frame_fields_ && json::get_string(doc->root(), "/type") == "ERROR") doc = json::Document::parse(frame);
     if (!doc) {
@@ -155,6 +168,8 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
       failed_ = Error(fmt::format("watch stream: frame at offset {}: {}", frame_offset, ev.error().message));
       return fail(*failed_);
     }
+    if (text.codes && (ev->type == WatchEvent::Type::Added || ev->type == WatchEvent::Type::Modified) && !text.text.empty())
+      ev->text = std::move(text);
     return std::optional<WatchEvent>(std::move(*ev));
   }
   return std::optional<WatchEvent>{};
