@@ -70,14 +70,14 @@ class CodedText {
   // caller between calls (a writer per thread).
   static CodedText write(const Value& v, const StringCodes& codes, rapidjson::StringBuffer& scratch);
 
-  // A document and, written in the same pass, the coded text of one member of its root.
-  struct Parsed;
   // Document::parse(text, mask) (the same checks, the same errors: this is text from elsewhere),
-  // and the coded text of what the mask keeps of the root's member `member`, written from the
-  // parse's own events instead of walking the document afterwards: byte for byte what write()
-  // gives of that member's value.
-  static Result<Parsed> parse_writing_member(std::string_view text, const FieldMask& mask, std::string_view member,
-                                             const StringCodes& codes, rapidjson::StringBuffer& scratch);
+  // and into `member_text` the coded text of what the mask keeps of the root's member `member`,
+  // written from the parse's own events instead of walking the document afterwards: byte for
+  // byte what write() gives of that member's value (empty when the root has no such member, or
+  // the mask drops it). A document is returned as it is built: moving one costs an allocation.
+  static Result<Document> parse_writing_member(std::string_view text, const FieldMask& mask, std::string_view member,
+                                               const StringCodes& codes, rapidjson::StringBuffer& scratch,
+                                               CodedText& member_text);
 
   // The document this text was written from, or what `fields` keeps of it (null: all), with the
   // codes it was written with (text written without codes reads with any: it holds no code).
@@ -91,11 +91,6 @@ class CodedText {
  private:
   explicit CodedText(std::string text) : text_(std::move(text)) {}
   std::string text_;
-};
-
-struct CodedText::Parsed {
-  Document doc;
-  CodedText member_text;  // empty when the root has no such member (or the mask drops it)
 };
 
 // Coded text and the codes it was written with: a cache keeps it as it is when they are its own.

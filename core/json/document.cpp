@@ -343,18 +343,17 @@ Result<Document> CodedText::read(const StringCodes& codes, const FieldMask* fiel
   return d;
 }
 
-Result<CodedText::Parsed> CodedText::parse_writing_member(std::string_view text, const FieldMask& mask,
-                                                          std::string_view member, const StringCodes& codes,
-                                                          rapidjson::StringBuffer& scratch) {
+Result<Document> CodedText::parse_writing_member(std::string_view text, const FieldMask& mask, std::string_view member,
+                                                 const StringCodes& codes, rapidjson::StringBuffer& scratch,
+                                                 CodedText& member_text) {
   scratch.Clear();
   detail::CodedWriter writer(scratch, codes);
   Document d(kSmallChunk);
   TextGenerator gen{text, &mask, {}, false, false, &writer, member, false};
   d.storage_->doc.Populate(gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
-  Parsed out{std::move(d), {}};
-  if (gen.wrote_member) out.member_text = CodedText(std::string(scratch.GetString(), scratch.GetSize()));
-  return out;
+  member_text = gen.wrote_member ? CodedText(std::string(scratch.GetString(), scratch.GetSize())) : CodedText();
+  return d;
 }
 
 Document Document::project(const Value& v, const FieldMask& mask) {

@@ -144,19 +144,10 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     const size_t frame_offset = consumed_ + start_;
     start_ = scan_;
     json::WrittenText text;
-    Result<json::Document> doc = fail("");
-    if (frame_fields_ && text_codes_) {
-      text.codes = text_codes_->get();
-      auto parsed = json::CodedText::parse_writing_member(frame, *frame_fields_, "object", *text.codes, text_scratch_);
-      if (parsed) {
-        doc = std::move(parsed->doc);
-        text.text = std::move(parsed->member_text);
-      } else {
-        doc = fail(parsed.error());
-      }
-    } else {
-      doc = frame_fields_ ? json::Document::parse(frame, *frame_fields_) : json::Document::parse(frame);
-    }
+    if (frame_fields_ && text_codes_) text.codes = text_codes_->get();
+    auto doc = text.codes ? json::CodedText::parse_writing_member(frame, *frame_fields_, "object", *text.codes, text_scratch_, text.text)
+               : frame_fields_ ? json::Document::parse(frame, *frame_fields_)
+                               : json::Document::parse(frame);
     // An ERROR event's object is a metav1.Status, not the watched kind: read it whole.
     if (doc && frame_fields_ && json::get_string(doc->root(), "/type") == "ERROR") doc = json::Document::parse(frame);
     if (!doc) {

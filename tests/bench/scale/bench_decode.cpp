@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     }
   }
   kube::WatchDecoder informed(kube::pod_fields());
+  informed.write_text_with(store.text_codes());  // as the informer's watch streams do
   auto stored = run(stream, events, [&](std::string_view chunk, std::vector<json::Document>&) {
     int n = 0;
     informed.feed(chunk);
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
       if (!*ev) break;
       auto doc = std::make_shared<const json::Document>(std::move((**ev).object));
       const std::string key = kube::object_key(doc->root());
-      store.upsert(key, std::move(doc));
+      store.upsert(key, std::move(doc), {}, std::move((**ev).text));
       ++n;
     }
     return n;

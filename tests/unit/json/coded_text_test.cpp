@@ -70,38 +70,39 @@ TEST_CASE("coded text: a parse writes one member's text in the same pass, byte f
   const auto mask = json::FieldMask::parse("type,object{apiVersion,kind,metadata{name,labels},status}").value();
   const StringCodes codes = coded_pod_codes();
   rapidjson::StringBuffer scratch;
-  auto parsed = CodedText::parse_writing_member(frame, mask, "object", codes, scratch);
+  CodedText text;
+  auto parsed = CodedText::parse_writing_member(frame, mask, "object", codes, scratch, text);
   REQUIRE(parsed);
   const auto alone = Document::parse(frame, mask).value();
-  CHECK(parsed->doc.dump() == alone.dump());
+  CHECK(parsed->dump() == alone.dump());
   const json::Value& object = alone.root()["object"];
   rapidjson::StringBuffer other;
-  CHECK(parsed->member_text.bytes() == CodedText::write(object, codes, other).bytes());
-  CHECK(parsed->member_text.read(codes).value().dump() == json::dump(object));
+  CHECK(text.bytes() == CodedText::write(object, codes, other).bytes());
+  CHECK(text.read(codes).value().dump() == json::dump(object));
 
   // A scalar member is written too; a member the mask drops, or none, leaves the text empty.
-  auto scalar = CodedText::parse_writing_member(frame, mask, "type", codes, scratch);
-  REQUIRE(scalar);
-  CHECK(scalar->member_text.bytes() == R"("MODIFIED")");
-  auto dropped = CodedText::parse_writing_member(frame, json::FieldMask::parse("type").value(), "object", codes, scratch);
-  REQUIRE(dropped);
-  CHECK(dropped->member_text.empty());
+  REQUIRE(CodedText::parse_writing_member(frame, mask, "type", codes, scratch, text));
+  CHECK(text.bytes() == R"("MODIFIED")");
+  REQUIRE(CodedText::parse_writing_member(frame, json::FieldMask::parse("type").value(), "object", codes, scratch, text));
+  CHECK(text.empty());
 }
 
 TEST_CASE("coded text: a parse that writes a member still refuses what Document::parse refuses") {
   const auto mask = json::FieldMask::parse("type,object{metadata}").value();
   const StringCodes codes = coded_pod_codes();
   rapidjson::StringBuffer scratch;
+  CodedText text;
   auto nested = CodedText::parse_writing_member(R"({"type":"ADDED","object":{"metadata":{"name":"a","name":"b"}}})", mask,
-                                                "object", codes, scratch);
+                                                "object", codes, scratch, text);
   REQUIRE_FALSE(nested);
   CHECK(nested.error().message == R"(invalid JSON: duplicate key "name" in /object/metadata)");
   // The member itself repeated: written once, then refused.
   auto twice = CodedText::parse_writing_member(R"({"type":"ADDED","object":{"metadata":{}},"object":{"metadata":{"x":1}}})",
-                                               mask, "object", codes, scratch);
+                                               mask, "object", codes, scratch, text);
   REQUIRE_FALSE(twice);
   CHECK(twice.error().message == R"(invalid JSON: duplicate key "object" in /)");
-  auto broken = CodedText::parse_writing_member(R"({"type":"ADDED","object":{"metadata":)", mask, "object", codes, scratch);
+  auto broken =
+      CodedText::parse_writing_member(R"({"type":"ADDED","object":{"metadata":)", mask, "object", codes, scratch, text);
   REQUIRE_FALSE(broken);
   CHECK(broken.error().message.find("invalid JSON at offset") == 0);
 }
