@@ -111,8 +111,10 @@ inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
 // decoded when read: a decoded pod takes about 2.5 times the bytes of its text, and an
 // operator reads a job's children a few times per reconcile but holds all of them all the time.
 // The strings the objects of one store repeat most (member names, label keys, the operator's
-// label values, condition types) are one byte each in that text: the store learns them from its
-// first objects (see Tokens in informer.cpp).
+// label values, condition types) are one byte each in that text (json::CodedText): the store
+// learns them from its first objects (see Tokens in informer.cpp). Being its own text, written
+// from documents, it is read back without the checks text from elsewhere gets; an informer's
+// watch streams write it with the store's codes as they parse each event (text_codes()).
 // The objects read last, or written through a shared document (the informer's watch events),
 // stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
 // recently used out first): an update's previous version is usually the document the store's
