@@ -10,6 +10,8 @@
 #include <rapidjson/writer.h>
 
 #include "core/json/json.h"
+#include "core/json/coded_text.h"
+#include "core/json/coded_writer.h"
 #include "core/json/field_mask.h"
 #include "core/json/mask_filter.h"
 
@@ -131,15 +133,89 @@ struct DepthLimitedHandler {
   bool EndArray(rapidjson::SizeType n) { --depth; return doc.EndArray(n); }
 };
 
+// Sends a parse's events (what the mask kept) to the document being built and, while inside the
+// value of the root's member `member`, to a CodedWriter too: the same events Accept() would send
+// it from the document afterwards, so the text is the same.
+struct MemberTee {
+  rapidjson::Document& doc;
+  detail::CodedWriter& writer;
+  std::string_view member;
+  int depth = 0;          // containers open
+  bool at_member = false;  // the root's last key was `member`
+  bool writing = false;   // inside its value
+  bool wrote = false;
+
+  // A scalar: the member's whole value, a scalar inside it, or neither.
+  template <class Doc, class Out>
+  bool scalar(Doc to_doc, Out to_writer) {
+    if (writing || (depth == 1 && at_member)) {
+      if (!writing) wrote = true;
+      at_member = false;
+      if (!to_writer()) return false;
+    }
+    return to_doc();
+  }
+  bool Null() { return scalar([&] { return doc.Null(); }, [&] { return writer.Null(); }); }
+  bool Bool(bool b) { return scalar([&] { return doc.Bool(b); }, [&] { return writer.Bool(b); }); }
+  bool Int(int i) { return scalar([&] { return doc.Int(i); }, [&] { return writer.Int(i); }); }
+  bool Uint(unsigned u) { return scalar([&] { return doc.Uint(u); }, [&] { return writer.Uint(u); }); }
+  bool Int64(int64_t i) { return scalar([&] { return doc.Int64(i); }, [&] { return writer.Int64(i); }); }
+  bool Uint64(uint64_t u) { return scalar([&] { return doc.Uint64(u); }, [&] { return writer.Uint64(u); }); }
+  bool Double(double d) { return scalar([&] { return doc.Double(d); }, [&] { return writer.Double(d); }); }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    return scalar([&] { return doc.String(s, n, copy); }, [&] { return writer.String(s, n); });
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) {
+    if (writing) {
+      if (!writer.Key(s, n)) return false;
+    } else if (depth == 1) {
+      at_member = !wrote && std::string_view(s, n) == member;  // a repeated member is refused after the parse
+    }
+    return doc.Key(s, n, copy);
+  }
+  bool start(bool array) {
+    if (!writing && depth == 1 && at_member) {
+      writing = wrote = true;
+      at_member = false;
+    }
+    ++depth;
+    if (writing && !(array ? writer.StartArray() : writer.StartObject())) return false;
+    return array ? doc.StartArray() : doc.StartObject();
+  }
+  bool end(bool array, rapidjson::SizeType n) {
+    --depth;
+    if (writing) {
+      if (!(array ? writer.EndArray(n) : writer.EndObject(n))) return false;
+      if (depth == 1) writing = false;
+    }
+    return array ? doc.EndArray(n) : doc.EndObject(n);
+  }
+  bool StartObject() { return start(false); }
+  bool StartArray() { return start(true); }
+  bool EndObject(rapidjson::SizeType n) { return end(false, n); }
+  bool EndArray(rapidjson::SizeType n) { return end(true, n); }
+};
+
 struct TextGenerator {
   std::string_view text;
   const FieldMask* mask = nullptr;  // null: everything
   rapidjson::ParseResult result;
   bool too_deep = false;
   bool number_out_of_range = false;
+  // With a mask: also write this member of the root (CodedText::parse_writing_member).
+  detail::CodedWriter* member_writer = nullptr;
+  std::string_view member;
+  bool wrote_member = false;
 
   bool operator()(rapidjson::Document& doc) {
     if (!mask) return parse_into(doc);
+    if (member_writer) {
+      MemberTee tee{doc, *member_writer, member};
+      detail::MaskFilter<MemberTee> filter(tee, mask->root());
+      const bool ok = parse_into(filter);
+      wrote_member = tee.wrote;
+      return ok;
+    }
     detail::MaskFilter<rapidjson::Document> filter(doc, mask->root());
     return parse_into(filter);
   }
@@ -208,8 +284,10 @@ bool find_duplicate_key(const Value& v, std::string& key, std::vector<std::strin
 
 namespace {
 
-// What went wrong in a parse, as its error; ok when the document is good.
-Status parse_outcome(const TextGenerator& gen, const Value& root) {
+// What went wrong in a parse, as its error; ok when the document is good. Text from elsewhere
+// is checked for repeated member names too (`check_duplicates`); text this process wrote from a
+// document (CodedText) cannot hold any the document did not.
+Status parse_outcome(const TextGenerator& gen, const Value& root, bool check_duplicates = true) {
   if (gen.too_deep) {
     return fail(fmt::format("invalid JSON at offset {}: nesting deeper than {} levels",
                             gen.result.Offset(), kMaxDepth));
@@ -222,6 +300,7 @@ Status parse_outcome(const TextGenerator& gen, const Value& root) {
     return fail(fmt::format("invalid JSON at offset {}: {}", gen.result.Offset(),
                             rapidjson::GetParseError_En(gen.result.Code())));
   }
+  if (!check_duplicates) return {};
   std::string key;
   std::vector<std::string> reversed_path;
   if (find_duplicate_key(root, key, reversed_path)) {
@@ -237,7 +316,7 @@ Status parse_outcome(const TextGenerator& gen, const Value& root) {
 Result<Document> Document::parse(std::string_view text) {
   // Parsed values take about as many bytes as their text (strings copied, 16-byte nodes).
   Document d(chunk_for(text.size()));
-  TextGenerator gen{text, nullptr, {}, false, false};
+  TextGenerator gen{text, nullptr, {}, false, false, nullptr, {}, false};
   d.storage_->doc.Populate(gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
   return d;
@@ -246,9 +325,34 @@ Result<Document> Document::parse(std::string_view text) {
 Result<Document> Document::parse(std::string_view text, const FieldMask& mask) {
   // A mask keeps a small part of what it reads: start small, the pool grows as needed.
   Document d(kSmallChunk);
-  TextGenerator gen{text, &mask, {}, false, false};
+  TextGenerator gen{text, &mask, {}, false, false, nullptr, {}, false};
   d.storage_->doc.Populate(gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
+  return d;
+}
+
+Result<Document> CodedText::read(const StringCodes& codes, const FieldMask* fields) const {
+  std::string expanded;
+  std::string_view text = text_;
+  if (!codes.empty()) text = expanded = codes.expand(text_);
+  // Sized like Document::parse() sizes the document of a text or of a mask's part of one.
+  Document d(fields ? kSmallChunk : chunk_for(text.size()));
+  TextGenerator gen{text, fields, {}, false, false, nullptr, {}, false};
+  d.storage_->doc.Populate(gen);
+  if (auto s = parse_outcome(gen, d.storage_->doc, false); !s) return fail(s.error());
+  return d;
+}
+
+Result<Document> CodedText::parse_writing_member(std::string_view text, const FieldMask& mask, std::string_view member,
+                                                 const StringCodes& codes, rapidjson::StringBuffer& scratch,
+                                                 CodedText& member_text) {
+  scratch.Clear();
+  detail::CodedWriter writer(scratch, codes);
+  Document d(kSmallChunk);
+  TextGenerator gen{text, &mask, {}, false, false, &writer, member, false};
+  d.storage_->doc.Populate(gen);
+  if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
+  member_text = gen.wrote_member ? CodedText(std::string(scratch.GetString(), scratch.GetSize())) : CodedText();
   return d;
 }
 

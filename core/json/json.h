@@ -76,6 +76,7 @@ class Document {
     rapidjson::Document doc;
   };
   explicit Document(std::size_t chunk_bytes);
+  friend class CodedText;  // coded_text.h: reads the text it wrote without the duplicate-key walk
   std::unique_ptr<Storage> storage_;
 };
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/json/coded_text.h"
 #include "core/json/field_mask.h"
 #include "core/json/json.h"
 #include "core/kube/resource.h"
@@ -70,6 +71,10 @@ struct WatchOptions {
   std::optional<int64_t> timeout_seconds;
   // Only these members of each event's object are wanted (see ListOptions::fields).
   std::shared_ptr<const json::FieldMask> fields;
+  // The codes of a cache that keeps each object as coded text (json::CodedText): a client that
+  // decodes through `fields` may write that text in the same pass (WatchEvent::text), so the
+  // cache need not write it from the document again. Null: not wanted.
+  std::shared_ptr<const json::CurrentCodes> text_codes;
 };
 
 // What the caller of a write reads of the response (the object as written): most read nothing
@@ -108,6 +113,8 @@ struct WatchEvent {
   enum class Type { Added, Modified, Deleted, Bookmark, Error };
   Type type = Type::Added;
   json::Document object;  // the object; for Error, the metav1.Status
+  // The object's coded text, when WatchOptions::text_codes asked for it (Added and Modified).
+  json::WrittenText text;
 };
 
 // A watch in progress. next() blocks until an event arrives, the stream ends (nullopt), the

@@ -316,7 +316,7 @@ void FakeClient::emit_locked(const GroupVersionResource& r, WatchEvent::Type typ
       bool new_match = w->wants(parsed->root());
       bool old_match = parsed_old && w->wants(parsed_old->root());
       if (type == WatchEvent::Type::Deleted) old_match = new_match;
-      if (auto t = visible_type(type, old_match, new_match)) w->push(WatchEvent{*t, *parsed});
+      if (auto t = visible_type(type, old_match, new_match)) w->push(WatchEvent{*t, *parsed, {}});
     }
   }
   res.history.push_back(Resource::Event{rv, type, std::move(obj), std::move(old_obj)});
@@ -643,7 +643,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(const GroupVersionReso
     // Like the API server: a watch without a version starts with the current state as ADDED.
     for (const auto& [key, text] : res.objects) {
       auto obj = parse_stored(text);
-      if (w->wants(obj.root())) w->push(WatchEvent{WatchEvent::Type::Added, std::move(obj)});
+      if (w->wants(obj.root())) w->push(WatchEvent{WatchEvent::Type::Added, std::move(obj), {}});
     }
   } else {
     int64_t from = parse_rv(opts.resource_version);
@@ -652,7 +652,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(const GroupVersionReso
       // A real API server accepts the watch and reports expiry as its first event.
       w->push(WatchEvent{WatchEvent::Type::Error,
                          status_doc("Failure", 410, "Expired",
-                                    fmt::format("too old resource version: {} ({})", from, compacted_))});
+                                    fmt::format("too old resource version: {} ({})", from, compacted_)), {}});
       w->close();
       return std::unique_ptr<WatchStream>(std::make_unique<FakeWatchStream>(w));
     }
@@ -663,7 +663,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(const GroupVersionReso
       bool old_match = ev.type == WatchEvent::Type::Deleted
                            ? new_match
                            : (!ev.old_obj.empty() && w->wants(parse_stored(ev.old_obj).root()));
-      if (auto t = visible_type(ev.type, old_match, new_match)) w->push(WatchEvent{*t, std::move(obj)});
+      if (auto t = visible_type(ev.type, old_match, new_match)) w->push(WatchEvent{*t, std::move(obj), {}});
     }
   }
   watchers_.push_back(w);
@@ -688,7 +688,7 @@ void FakeClient::expire_watches(const GroupVersionResource& r) {
   for (auto& w : watchers_) {
     if (w->resource != r.group_resource()) continue;
     w->push(WatchEvent{WatchEvent::Type::Error,
-                       status_doc("Failure", 410, "Expired", fmt::format("too old resource version: ({})", rv_))});
+                       status_doc("Failure", 410, "Expired", fmt::format("too old resource version: ({})", rv_)), {}});
     w->close();
   }
 }
@@ -706,7 +706,7 @@ void FakeClient::send_bookmark(const GroupVersionResource& r) {
     if (w->resource != r.group_resource() || !w->bookmarks) continue;
     auto d = json::Document::object();
     (void)json::set_string(d, "/metadata/resourceVersion", std::to_string(rv_));
-    w->push(WatchEvent{WatchEvent::Type::Bookmark, std::move(d)});
+    w->push(WatchEvent{WatchEvent::Type::Bookmark, std::move(d), {}});
   }
 }
 

@@ -154,83 +154,31 @@ namespace {
 
 uint64_t hash_uid(std::string_view uid) { return uid.empty() ? 0 : std::hash<std::string_view>{}(uid) | 1; }
 
-// Compact JSON never holds a byte below 0x20 (a string must escape them; there is no whitespace
-// between tokens), so those bytes, but tab, newline and carriage return, can each stand for a
-// whole quoted string.
-constexpr unsigned char kCodes[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0b, 0x0c,
-                                    0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
-                                    0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
-constexpr size_t kTokenCount = sizeof(kCodes);
-
-// A string a code may stand for: written as it is between quotes (nothing to escape).
-bool codable(std::string_view s) {
-  if (s.size() < 3 || s.size() > 64) return false;
-  return std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
-}
-
-// A Writer that writes a coded string as its one byte.
-// The coded strings, and what rules most strings out before a hash lookup: their lengths and
-// first bytes.
-struct CodeLookup {
-  std::unordered_map<std::string_view, char> codes;
-  std::array<bool, 256> first_byte{};
-  size_t shortest = SIZE_MAX, longest = 0;
-
-  void add(std::string_view s, char code) {
-    codes.emplace(s, code);
-    first_byte[static_cast<unsigned char>(s.front())] = true;
-    shortest = std::min(shortest, s.size());
-    longest = std::max(longest, s.size());
-  }
-  const char* find(const char* s, size_t n) const {
-    if (n < shortest || n > longest || !first_byte[static_cast<unsigned char>(s[0])]) return nullptr;
-    auto it = codes.find(std::string_view(s, n));
-    return it == codes.end() ? nullptr : &it->second;
-  }
-};
-
-class TokenWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
- public:
-  TokenWriter(rapidjson::StringBuffer& out, const CodeLookup& codes)
-      : rapidjson::Writer<rapidjson::StringBuffer>(out), codes_(codes) {}
-  bool String(const char* s, rapidjson::SizeType n, bool copy = false) {
-    const char* code = codes_.find(s, n);
-    if (!code) return rapidjson::Writer<rapidjson::StringBuffer>::String(s, n, copy);
-    Prefix(rapidjson::kStringType);
-    os_->Put(*code);
-    return EndValue(true);
-  }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy = false) { return String(s, n, copy); }
-
- private:
-  const CodeLookup& codes_;
-};
-
 }  // namespace
 
-// The strings an Indexer codes: the objects of one resource repeat the same member names, label
-// keys and values, owner kinds and condition types. It counts what coding each string would
-// have saved over the first objects stored, then keeps the best kTokenCount for good; text
-// stored before that stays plain (plain text decodes as it is).
+// The strings an Indexer codes (json::StringCodes): the objects of one resource repeat the same
+// member names, label keys and values, owner kinds and condition types. It counts what coding
+// each string would have saved over the first objects stored, then keeps the best for good; text
+// stored before that is plain (and read with the codes all the same: it holds none).
 struct Indexer::Tokens {
   static constexpr size_t kLearnFrom = 200;  // objects
 
   size_t seen = 0;
   std::unordered_map<std::string, uint64_t> saving;  // while learning
-  std::vector<std::string> table;                    // code kCodes[i] stands for table[i]
-  std::array<int16_t, 0x20> index_of{};              // code byte -> table index, -1 for none
-  CodeLookup codes;                                  // views of table
-  // encode()'s output buffer, kept between calls (the store calls it under its write lock).
-  mutable rapidjson::StringBuffer scratch;
+  // Shared: text written with them elsewhere (a watch event's) is stored as it is.
+  std::shared_ptr<const json::StringCodes> codes = std::make_shared<const json::StringCodes>();
+  std::shared_ptr<json::CurrentCodes> current = std::make_shared<json::CurrentCodes>(codes);
+  // The text writer's output buffer, kept between calls (the store writes under its write lock).
+  rapidjson::StringBuffer scratch;
 
   bool fixed() const { return seen >= kLearnFrom; }
 
   void count(const json::Value& v) {
     if (v.IsString()) {
-      if (codable(json::view(v))) saving[std::string(json::view(v))] += v.GetStringLength() + 1;
+      if (json::StringCodes::codable(json::view(v))) saving[std::string(json::view(v))] += v.GetStringLength() + 1;
     } else if (v.IsObject()) {
       for (const auto& m : v.GetObject()) {
-        if (codable(json::view(m.name))) saving[std::string(json::view(m.name))] += m.name.GetStringLength() + 1;
+        if (json::StringCodes::codable(json::view(m.name))) saving[std::string(json::view(m.name))] += m.name.GetStringLength() + 1;
         count(m.value);
       }
     } else if (v.IsArray()) {
@@ -243,41 +191,16 @@ struct Indexer::Tokens {
     if (++seen < kLearnFrom) return;
     std::vector<std::pair<uint64_t, std::string>> best;
     for (auto& [s, n] : saving) best.emplace_back(n, s);
-    const size_t n = std::min(best.size(), kTokenCount);
+    const size_t n = std::min(best.size(), json::StringCodes::kMaxCodes);
     std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(n), best.end(), std::greater<>());
-    index_of.fill(-1);
-    for (size_t i = 0; i < n; ++i) {
-      table.push_back(std::move(best[i].second));
-      index_of[kCodes[i]] = static_cast<int16_t>(i);
-    }
-    for (size_t i = 0; i < table.size(); ++i) codes.add(table[i], static_cast<char>(kCodes[i]));
+    std::vector<std::string> table;
+    for (size_t i = 0; i < n; ++i) table.push_back(std::move(best[i].second));
+    codes = std::make_shared<const json::StringCodes>(std::move(table));
+    current->set(codes);
     saving = {};
   }
 
-  std::string encode(const json::Value& obj) const {
-    scratch.Clear();
-    TokenWriter w(scratch, codes);
-    obj.Accept(w);
-    return {scratch.GetString(), scratch.GetSize()};
-  }
-
-  // The plain JSON of a coded text: the runs between codes are copied whole.
-  std::string expand(std::string_view text) const {
-    std::string out;
-    out.reserve(text.size() * 2);
-    size_t run = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      const auto b = static_cast<unsigned char>(text[i]);
-      if (b >= 0x20 || index_of[b] < 0) continue;
-      out.append(text, run, i - run);
-      out += '"';
-      out += table[static_cast<size_t>(index_of[b])];
-      out += '"';
-      run = i + 1;
-    }
-    out.append(text, run, text.size() - run);
-    return out;
-  }
+  json::CodedText write(const json::Value& obj) { return json::CodedText::write(obj, *codes, scratch); }
 };
 
 // The decoded documents an Indexer keeps for its readers (see Indexer), within a budget of
@@ -371,11 +294,9 @@ Indexer::Indexer(std::map<std::string, IndexFunc> indexers, std::shared_ptr<cons
 Indexer::~Indexer() = default;
 
 ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
-  std::string expanded;
-  std::string_view text = e.text;
-  if (tokens_->fixed()) text = expanded = tokens_->expand(e.text);
-  auto doc = fields ? json::Document::parse(text, *fields) : json::Document::parse(text);
-  // The text is the store's own dump of a document: it always parses.
+  // The store's own text, written from a document: read without the checks text from elsewhere
+  // needs (a repeated member name), and always readable.
+  auto doc = e.text.read(*tokens_->codes, fields);
   return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
 }
 
@@ -481,24 +402,27 @@ ObjectPtr Indexer::previous_for(const Items::value_type& item, DecodePrevious pr
 
 void Indexer::recode_locked() {
   for (auto& [key, entry] : items_) {
-    auto doc = json::Document::parse(entry.text);
-    if (!doc) continue;  // the store's own dump: never
-    std::string coded = tokens_->encode(doc->root());
+    auto doc = entry.text.read(*tokens_->codes);
+    if (!doc) continue;  // the store's own text: never
+    json::CodedText coded = tokens_->write(doc->root());
     text_bytes_ = text_bytes_ - entry.text.size() + coded.size();
     entry.text = std::move(coded);
   }
 }
 
 Indexer::Previous Indexer::upsert(const std::string& key, const json::Value& obj, DecodePrevious previous) {
-  return write(key, obj, nullptr, previous);
+  return write(key, obj, nullptr, previous, {});
 }
 
-Indexer::Previous Indexer::upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous) {
+Indexer::Previous Indexer::upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous, json::WrittenText written) {
   const json::Value& root = obj->root();
-  return write(key, root, std::move(obj), previous);
+  return write(key, root, std::move(obj), previous, std::move(written));
 }
 
-Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous) {
+std::shared_ptr<const json::CurrentCodes> Indexer::text_codes() const { return tokens_->current; }
+
+Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous,
+                                 json::WrittenText written) {
   const uint64_t uid_hash = hash_uid(json::get_string(obj, "/metadata/uid").value_or(""));
   std::unique_lock g(mu_);
   if (!tokens_->fixed()) {
@@ -507,7 +431,8 @@ Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj,
     // decodes too, but takes about a third more bytes).
     if (tokens_->fixed()) recode_locked();
   }
-  std::string text = tokens_->fixed() ? tokens_->encode(obj) : json::dump(obj);
+  // Text written with the codes the store writes with now is what it would write itself.
+  json::CodedText text = written.codes == tokens_->codes && !written.text.empty() ? std::move(written.text) : tokens_->write(obj);
   auto [it, inserted] = items_.try_emplace(key);
   Previous out;
   if (!inserted) {
@@ -661,15 +586,15 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-void Informer::apply_upsert(const std::string& key, ObjectPtr obj) {
+void Informer::apply_upsert(const std::string& key, ObjectPtr obj, json::WrittenText text) {
   std::lock_guard g(dispatch_mu_);
   const json::Value& root = obj->root();
-  upsert_and_notify(key, root, std::move(obj));
+  upsert_and_notify(key, root, std::move(obj), std::move(text));
 }
 
-void Informer::upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared) {
+void Informer::upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared, json::WrittenText text) {
   const DecodePrevious how{decode_previous_, previous_whole_ || !previous_fields_ ? nullptr : &*previous_fields_};
-  Indexer::Previous old = shared ? cache_.upsert(key, std::move(shared), how) : cache_.upsert(key, obj, how);
+  Indexer::Previous old = shared ? cache_.upsert(key, std::move(shared), how, std::move(text)) : cache_.upsert(key, obj, how);
   for (const auto& h : handlers_) {
     if (old) {
       if (h.on_update && old.object) h.on_update(old.object->root(), obj);
@@ -776,6 +701,8 @@ bool Informer::watch_once(Scope& scope) {
   o.field_selector = opts_.field_selector;
   o.allow_bookmarks = true;
   o.fields = opts_.fields;
+  // With a mask the stream can write each object's text for the cache as it parses it.
+  if (opts_.fields) o.text_codes = cache_.text_codes();
   {
     std::lock_guard g(mu_);
     o.resource_version = scope.rv;
@@ -865,7 +792,9 @@ bool Informer::watch_once(Scope& scope) {
         auto rv = rv_of(ev.object.root());
         // An object that no longer matches what the cache wants leaves it like a deleted one.
         // The event's document becomes what the cache's readers get (nothing to decode).
-        if (wanted(ev.object.root())) apply_upsert(key, std::make_shared<const json::Document>(std::move(ev.object)));
+        // The text the stream wrote as it parsed is stored as it is (nothing to write again).
+        if (wanted(ev.object.root()))
+          apply_upsert(key, std::make_shared<const json::Document>(std::move(ev.object)), std::move(ev.text));
         else apply_delete(key, &ev.object.root(), false);
         std::lock_guard g(mu_);
         ++stats_.events;

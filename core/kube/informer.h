@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/json/coded_text.h"
 #include "core/json/field_mask.h"
 #include "core/kube/client.h"
 #include "core/kube/clock.h"
@@ -110,8 +111,10 @@ inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
 // decoded when read: a decoded pod takes about 2.5 times the bytes of its text, and an
 // operator reads a job's children a few times per reconcile but holds all of them all the time.
 // The strings the objects of one store repeat most (member names, label keys, the operator's
-// label values, condition types) are one byte each in that text: the store learns them from its
-// first objects (see Tokens in informer.cpp).
+// label values, condition types) are one byte each in that text (json::CodedText): the store
+// learns them from its first objects (see Tokens in informer.cpp). Being its own text, written
+// from documents, it is read back without the checks text from elsewhere gets; an informer's
+// watch streams write it with the store's codes as they parse each event (text_codes()).
 // The objects read last, or written through a shared document (the informer's watch events),
 // stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
 // recently used out first): an update's previous version is usually the document the store's
@@ -162,14 +165,18 @@ class Indexer {
   // Writers (the informer). An object handed over as a shared document is what readers get
   // until it changes (nothing to decode).
   Previous upsert(const std::string& key, const json::Value& obj, DecodePrevious previous = {});
-  Previous upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous = {});
+  // `written`: the object's text, kept as it is when written with this store's current codes
+  // (text_codes()), else written again from `obj`.
+  Previous upsert(const std::string& key, ObjectPtr obj, DecodePrevious previous = {}, json::WrittenText written = {});
   Previous erase(const std::string& key, DecodePrevious previous = {});
+  // The codes this store writes its text with now (see WatchOptions::text_codes).
+  std::shared_ptr<const json::CurrentCodes> text_codes() const;
   // What the index functions read; null: the whole object (or no index at all).
   const json::FieldMask* index_fields() const { return indexers_.empty() ? nullptr : index_fields_.get(); }
 
  private:
   struct Entry {
-    std::string text;
+    json::CodedText text;
     uint64_t uid_hash = 0;
   };
   struct KeyHash {
@@ -183,7 +190,8 @@ class Indexer {
   // The object of `item` for a reader: the memo's document, else decoded (and remembered when
   // `remember` and decoded whole).
   ObjectPtr read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const;
-  Previous write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous);
+  Previous write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous,
+                 json::WrittenText written);
   // Index sets hold views of the keys in items_ (node-based: their addresses are stable). Moves
   // `key` from the index values of `before` to those of `after` (either may be null), touching
   // only the values that differ.
@@ -288,7 +296,7 @@ class Informer {
   bool watch_once(Scope& scope);
   bool backoff(Scope& scope);  // false when stopping
   bool wanted(const json::Value& obj) const { return !opts_.keep || opts_.keep(obj); }
-  void apply_upsert(const std::string& key, ObjectPtr obj);
+  void apply_upsert(const std::string& key, ObjectPtr obj, json::WrittenText text);
   // `last`: the object's final state when known (a DELETED event), else the cached one is told.
   void apply_delete(const std::string& key, const json::Value* last, bool final_state_unknown);
   bool stopping() const;
@@ -314,7 +322,9 @@ class Informer {
   bool previous_whole_ = false;
   std::optional<json::FieldMask> previous_fields_;
   // `shared`: `obj`'s document, when the cache may keep it as it is (a watch event's).
-  void upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared = nullptr);  // dispatch_mu_ held
+  // `text`: `shared`'s coded text, when the watch stream wrote it.
+  void upsert_and_notify(const std::string& key, const json::Value& obj, ObjectPtr shared = nullptr,
+                         json::WrittenText text = {});  // dispatch_mu_ held
 };
 
 }  // namespace unitrain::kube

@@ -76,8 +76,11 @@ std::string_view object_namespace(std::string_view ns, const json::Value& obj) {
 
 class RestWatchStream final : public WatchStream {
  public:
-  RestWatchStream(std::unique_ptr<BodyStream> body, std::shared_ptr<const json::FieldMask> fields)
-      : body_(std::move(body)), decoder_(std::move(fields)) {}
+  RestWatchStream(std::unique_ptr<BodyStream> body, std::shared_ptr<const json::FieldMask> fields,
+                  std::shared_ptr<const json::CurrentCodes> text_codes)
+      : body_(std::move(body)), decoder_(std::move(fields)) {
+    decoder_.write_text_with(std::move(text_codes));
+  }
 
   ApiResult<std::optional<WatchEvent>> next(std::chrono::milliseconds wait) override {
     timed_out_ = false;
@@ -613,7 +616,7 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
     }
     return fail(decode_status(status, body, (*s)->head().header("Retry-After")));
   }
-  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s), opts.fields));
+  return std::unique_ptr<WatchStream>(std::make_unique<RestWatchStream>(std::move(*s), opts.fields, opts.text_codes));
 }
 
 }  // namespace unitrain::kube

@@ -143,7 +143,11 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     std::string_view frame(data + start_, scan_ - start_);
     const size_t frame_offset = consumed_ + start_;
     start_ = scan_;
-    auto doc = frame_fields_ ? json::Document::parse(frame, *frame_fields_) : json::Document::parse(frame);
+    json::WrittenText text;
+    if (frame_fields_ && text_codes_) text.codes = text_codes_->get();
+    auto doc = text.codes ? json::CodedText::parse_writing_member(frame, *frame_fields_, "object", *text.codes, text_scratch_, text.text)
+               : frame_fields_ ? json::Document::parse(frame, *frame_fields_)
+                               : json::Document::parse(frame);
     // An ERROR event's object is a metav1.Status, not the watched kind: read it whole.
     if (doc && frame_fields_ && json::get_string(doc->root(), "/type") == "ERROR") doc = json::Document::parse(frame);
     if (!doc) {
@@ -155,6 +159,8 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
       failed_ = Error(fmt::format("watch stream: frame at offset {}: {}", frame_offset, ev.error().message));
       return fail(*failed_);
     }
+    if (text.codes && (ev->type == WatchEvent::Type::Added || ev->type == WatchEvent::Type::Modified) && !text.text.empty())
+      ev->text = std::move(text);
     return std::optional<WatchEvent>(std::move(*ev));
   }
   return std::optional<WatchEvent>{};

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/base/result.h"
+#include "core/json/coded_text.h"
 #include "core/json/field_mask.h"
 #include "core/kube/client.h"
 
@@ -33,6 +34,10 @@ class WatchDecoder {
   explicit WatchDecoder(std::shared_ptr<const json::FieldMask> object_fields = nullptr,
                         size_t max_frame_bytes = size_t{256} << 20);
 
+  // With a field mask: also write each Added or Modified object's coded text with the codes
+  // current when it is decoded (WatchEvent::text), in the same pass as its parse.
+  void write_text_with(std::shared_ptr<const json::CurrentCodes> codes) { text_codes_ = std::move(codes); }
+
   void feed(std::string_view bytes);
   // The next complete event, nullopt when more bytes are needed. After an error the decoder
   // stays failed (a watch stream cannot be resynchronised).
@@ -52,6 +57,8 @@ class WatchDecoder {
   bool escape_ = false;
   size_t max_frame_;
   std::optional<json::FieldMask> frame_fields_;  // "type" and object_fields under "object"
+  std::shared_ptr<const json::CurrentCodes> text_codes_;
+  rapidjson::StringBuffer text_scratch_;  // the text writer's buffer, reused
   std::optional<Error> failed_;
 };
 

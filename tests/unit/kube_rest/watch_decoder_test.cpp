@@ -220,3 +220,46 @@ TEST_CASE("watch decoder: throughput of pod-sized events (measurement)") {
   WARN(fmt::format("watch decoder: {} events, {:.1f} MB, wall {:.3f}s, cpu {:.3f}s = {:.0f} events/cpu-s, {:.0f} MB/cpu-s",
                    n, stream.size() / 1e6, secs, cpu, n / cpu, stream.size() / 1e6 / cpu));
 }
+
+TEST_CASE("watch decoder: an object with a repeated member name is refused, whether it writes the cache's text or not") {
+  const auto fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("metadata{name,labels}").value());
+  for (bool write_text : {false, true}) {
+    WatchDecoder d(fields);
+    if (write_text)
+      d.write_text_with(std::make_shared<const json::CurrentCodes>(std::make_shared<const json::StringCodes>()));
+    d.feed(R"({"type":"ADDED","object":{"metadata":{"name":"a","labels":{"k":"1","k":"2"}}}})");
+    auto ev = d.next();
+    REQUIRE_FALSE(ev);
+    CHECK(ev.error().message == R"(watch stream: frame at offset 0: invalid JSON: duplicate key "k" in /object/metadata/labels)");
+  }
+}
+
+TEST_CASE("watch decoder: writes each added or modified object's coded text with the codes current at its parse") {
+  const auto fields = std::make_shared<const json::FieldMask>(json::FieldMask::parse("kind,metadata{name,labels}").value());
+  auto first = std::make_shared<const json::StringCodes>();
+  auto learnt = std::make_shared<const json::StringCodes>(std::vector<std::string>{"metadata", "training.kubeflow.org/job-name"});
+  auto current = std::make_shared<json::CurrentCodes>(first);
+  WatchDecoder d(fields);
+  d.write_text_with(current);
+  const std::string added = R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","uid":"u",)"
+                            R"("labels":{"training.kubeflow.org/job-name":"j"}},"spec":{"x":1}}})";
+  d.feed(added + "\n");
+  auto evs = drain(d);
+  REQUIRE(evs.size() == 1);
+  CHECK(evs[0].text.codes == first);
+  CHECK(evs[0].text.text.bytes() == evs[0].object.dump());  // no codes yet: plain JSON
+
+  current->set(learnt);
+  d.feed(added + "\n" + R"({"type":"DELETED","object":{"kind":"Pod","metadata":{"name":"a"}}})" + "\n" +
+         R"({"type":"ERROR","object":{"kind":"Status","code":410}})");
+  evs = drain(d);
+  REQUIRE(evs.size() == 3);
+  rapidjson::StringBuffer scratch;
+  CHECK(evs[0].text.codes == learnt);
+  CHECK(evs[0].text.text.bytes() == json::CodedText::write(evs[0].object.root(), *learnt, scratch).bytes());
+  CHECK(evs[0].text.text.size() < evs[0].object.dump().size());
+  CHECK(evs[1].type == T::Deleted);
+  CHECK(evs[1].text.text.empty());  // a deleted object is not stored
+  CHECK(evs[2].type == T::Error);
+  CHECK(evs[2].text.text.empty());
+}
