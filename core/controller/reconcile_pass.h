@@ -109,6 +109,9 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
   std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
   std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
+  // The child of kind `resource` named `name` this pass observed (the job controls it); null
+  // when it observed none.
+  const json::Value* observed_child(const kube::GroupVersionResource& resource, std::string_view name) const;
   // Removes want.status_cleared_first from `live` through the status subresource; `live` becomes
   // what that write returned.
   std::optional<kube::ApiError> clear_status_first(const framework::DesiredObject& want, json::Document& live);
