@@ -115,10 +115,11 @@ inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
 // The objects read last, or written through a shared document (the informer's watch events),
 // stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
 // recently used out first): an update's previous version is usually the document the store's
-// last events stored, and a reconcile reads the same child twice in one pass (its Services by
-// owner, then by name). Readers share those documents (they are const). The budget is fixed,
-// so it is not part of the memory per cached object; the store's first objects, read once
-// each by a resync, do not profit from it.
+// last events stored. A reader that holds what it reads for as long as it needs it
+// (Reading::Once: a reconcile pass's reads of a job's children, seconds after their events)
+// is not remembered, so it does not push those documents out. Readers share the documents
+// (they are const). The budget is fixed, so it is not part of the memory per cached object;
+// the store's first objects, read once each by a resync, do not profit from it.
 class Indexer {
  public:
   // `index_fields`: what the index functions read (index_by_namespace and
