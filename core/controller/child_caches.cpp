@@ -248,8 +248,14 @@ bool SharedCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline)
 
 framework::Observed ChildCaches::observe(const std::string& ns, const std::string& uid) const {
   framework::Observed o;
+  // Read once: the pass holds what it observed to its end and finds an observed child there
+  // by name (ReconcilePass::create_or_update). A job's children are read seconds after their
+  // last events, thousands of other objects later, so remembering them would only push out
+  // of the stores' memos the documents of the latest events, which the next update of each
+  // object reads as its previous version.
+  constexpr auto kOnce = kube::Indexer::Reading::Once;
   auto collect = [&](const kube::Informer& informer, std::vector<const json::Value*>& out) {
-    for (auto& obj : informer.cache().by_index(kube::kControllerUidIndex, uid)) {
+    for (auto& obj : informer.cache().by_index(kube::kControllerUidIndex, uid, kOnce)) {
       if (api::namespace_of(obj->root()) != ns) continue;
       out.push_back(&obj->root());
       o.keep_alive.push_back(std::move(obj));
@@ -264,7 +270,7 @@ framework::Observed ChildCaches::observe(const std::string& ns, const std::strin
     for (const auto* owned_obj : std::vector<const json::Value*>(list)) {
       const std::string owned_uid(api::uid_of(*owned_obj));
       auto& grandchildren = o.owned["pods/" + group_resource];
-      for (auto& pod : caches_.pods_->cache().by_index(kube::kControllerUidIndex, owned_uid)) {
+      for (auto& pod : caches_.pods_->cache().by_index(kube::kControllerUidIndex, owned_uid, kOnce)) {
         grandchildren.push_back(&pod->root());
         o.keep_alive.push_back(std::move(pod));
       }

@@ -158,8 +158,13 @@ std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase)
 
 std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
   const std::string obj_name(api::name_of(want.object.root()));
-  const kube::Informer* informer = deps_.children.informer_for(want.resource);
-  kube::ObjectPtr existing = informer ? informer->cache().get(ns_ + "/" + obj_name) : nullptr;
+  kube::ObjectPtr cached_object;
+  const json::Value* existing = observed_child(want.resource, obj_name);
+  if (!existing) {
+    // Not among the job's children: absent, or not controlled by the job (someone else's).
+    const kube::Informer* informer = deps_.children.informer_for(want.resource);
+    if (informer && (cached_object = informer->cache().get(ns_ + "/" + obj_name))) existing = &cached_object->root();
+  }
   if (!existing) {
     json::Document obj = want.object;
     (void)json::set_string(obj, "/metadata/namespace", ns_);
@@ -204,7 +209,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
     writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
     return std::nullopt;
   }
-  if (!api::is_controlled_by(existing->root(), uid_)) {
+  if (!api::is_controlled_by(*existing, uid_)) {
     if (want.use_existing) return std::nullopt;
     return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
   }
@@ -217,7 +222,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
     }
     return false;
   };
-  if (!differs(existing->root())) return std::nullopt;
+  if (!differs(*existing)) return std::nullopt;
   // The cache may hold a projection; read the live object so nothing else is overwritten.
   auto live = deps_.client.get(want.resource, ns_, obj_name);
   if (!live) return live.error();
@@ -237,6 +242,16 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   if (!r) return r.error();
   log_.note("updated " + want.resource.resource, obj_name);
   return std::nullopt;
+}
+
+const json::Value* ReconcilePass::observed_child(const kube::GroupVersionResource& resource, std::string_view name) const {
+  const std::vector<const json::Value*>* children = nullptr;
+  if (resource == kServices) children = &observed_.services;
+  else if (resource == kPods) children = &observed_.pods;
+  else if (auto it = observed_.owned.find(resource.group_resource()); it != observed_.owned.end()) children = &it->second;
+  if (!children) return nullptr;
+  auto found = std::find_if(children->begin(), children->end(), [&](const json::Value* child) { return api::name_of(*child) == name; });
+  return found == children->end() ? nullptr : *found;
 }
 
 std::optional<ApiError> ReconcilePass::clear_status_first(const framework::DesiredObject& want, json::Document& live) {

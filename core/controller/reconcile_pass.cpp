@@ -82,9 +82,13 @@ ReconcileResult ReconcilePass::run() {
     return {};
   }
   if (!expectations_satisfied()) return {};
+  if (draft_.status().is_finished()) {
+    // The finished-job step reads the children only to delete some (with cleanPodPolicy None,
+    // the default, the pass over a finished job decodes none of them).
+    if (deletes_pods_when_finished()) observed_ = deps_.children.observe(ns_, uid_);
+    return finish();
+  }
   observed_ = deps_.children.observe(ns_, uid_);
-
-  if (draft_.status().is_finished()) return finish();
   if (run_policy().suspend.value_or(false)) return suspend();
   resume();
   for (const auto& trouble : abnormal_pods(observed_.pods))
@@ -223,10 +227,12 @@ ReconcileResult ReconcilePass::clean_up_finished() {
   ReconcileResult result;
   const std::string policy = run_policy().clean_pod_policy.value_or("None");
   std::vector<const json::Value*> victims;
-  for (const auto* pod : observed_.pods) {
-    const std::string_view phase = json::get_string(*pod, "/status/phase").value_or("");
-    if (failed_by_run_limits() || policy == "All" || (policy == "Running" && (phase == "Running" || phase == "Pending")))
-      victims.push_back(pod);
+  if (deletes_pods_when_finished()) {
+    for (const auto* pod : observed_.pods) {
+      const std::string_view phase = json::get_string(*pod, "/status/phase").value_or("");
+      if (failed_by_run_limits() || policy == "All" || (policy == "Running" && (phase == "Running" || phase == "Pending")))
+        victims.push_back(pod);
+    }
   }
   if (auto e = writes_.delete_pods(victims, observed_.services)) return {std::move(*e), std::nullopt};
   if (auto e = delete_pod_group()) return {std::move(*e), std::nullopt};
@@ -392,6 +398,10 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
   log_.note("wrote the status", fmt::format("resourceVersion {}", api::resource_version_of(r->root())));
   draft_.written();
   return std::nullopt;
+}
+
+bool ReconcilePass::deletes_pods_when_finished() const {
+  return failed_by_run_limits() || run_policy().clean_pod_policy.value_or("None") != "None";
 }
 
 bool ReconcilePass::failed_by_run_limits() const {

@@ -109,6 +109,9 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
   std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
   std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
+  // The child of kind `resource` named `name` this pass observed (the job controls it); null
+  // when it observed none.
+  const json::Value* observed_child(const kube::GroupVersionResource& resource, std::string_view name) const;
   // Removes want.status_cleared_first from `live` through the status subresource; `live` becomes
   // what that write returned.
   std::optional<kube::ApiError> clear_status_first(const framework::DesiredObject& want, json::Document& live);
@@ -123,6 +126,9 @@ class ReconcilePass {
   kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
   bool failed_by_run_limits() const;
+  // Whether cleaning up the finished job may delete pods (cleanPodPolicy is not None, or run
+  // limits failed it); else it reads none of the job's children.
+  bool deletes_pods_when_finished() const;
   framework::CoreWording words(framework::CoreEvent e, std::string_view replica_type = {}) const;
   // Records the wording's event (if it has one) once the status carrying the decision is written.
   void announce_when_written(const framework::CoreWording& wording);

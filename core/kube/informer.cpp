@@ -300,7 +300,7 @@ ObjectPtr Indexer::decode(const Entry& e, const json::FieldMask* fields) const {
   return doc ? std::make_shared<const json::Document>(std::move(*doc)) : nullptr;
 }
 
-ObjectPtr Indexer::read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const {
+ObjectPtr Indexer::read(const Item& item, const json::FieldMask* fields, bool remember) const {
   if (ObjectPtr hit = memo_->find(item.first)) return hit;
   ObjectPtr doc = decode(item.second, fields);
   if (remember && !fields && doc) memo_->put(item.first, doc);
@@ -348,19 +348,21 @@ std::vector<std::string> Indexer::index_keys(const std::string& index, const std
   if (idx == indices_.end()) return {};
   auto it = idx->second.find(value);
   if (it == idx->second.end()) return {};
-  return {it->second.begin(), it->second.end()};
+  std::vector<std::string> out;
+  out.reserve(it->second.size());
+  for (const Item* item : it->second) out.push_back(item->first);
+  return out;
 }
 
-std::vector<ObjectPtr> Indexer::by_index(const std::string& index, const std::string& value) const {
+std::vector<ObjectPtr> Indexer::by_index(const std::string& index, const std::string& value, Reading reading) const {
   std::shared_lock g(mu_);
   std::vector<ObjectPtr> out;
   auto idx = indices_.find(index);
   if (idx == indices_.end()) return out;
   auto it = idx->second.find(value);
   if (it == idx->second.end()) return out;
-  for (const auto& key : it->second) {
-    if (auto obj = items_.find(key); obj != items_.end()) out.push_back(read(*obj, nullptr, true));
-  }
+  out.reserve(it->second.size());
+  for (const Item* item : it->second) out.push_back(read(*item, nullptr, reading == Reading::Again));
   return out;
 }
 
@@ -374,7 +376,7 @@ size_t Indexer::text_bytes() const {
   return text_bytes_;
 }
 
-void Indexer::reindex_locked(std::string_view key, const json::Value* before, const json::Value* after) {
+void Indexer::reindex_locked(const Item& item, const json::Value* before, const json::Value* after) {
   for (const auto& [name, fn] : indexers_) {
     auto& idx = indices_[name];
     std::vector<std::string> was = before ? fn(*before) : std::vector<std::string>{};
@@ -383,17 +385,17 @@ void Indexer::reindex_locked(std::string_view key, const json::Value* before, co
       if (std::find(now.begin(), now.end(), v) != now.end()) continue;  // kept: nothing to move
       auto it = idx.find(v);
       if (it == idx.end()) continue;
-      it->second.erase(key);
+      it->second.erase(&item);
       if (it->second.empty()) idx.erase(it);
     }
     for (auto& v : now) {
       if (std::find(was.begin(), was.end(), v) != was.end()) continue;
-      idx[std::move(v)].insert(key);
+      idx[std::move(v)].insert(&item);
     }
   }
 }
 
-ObjectPtr Indexer::previous_for(const Items::value_type& item, DecodePrevious previous) const {
+ObjectPtr Indexer::previous_for(const Item& item, DecodePrevious previous) const {
   if (!previous.decode && indexers_.empty()) return nullptr;
   // Usually the document the last watch event of this object stored.
   if (ObjectPtr hit = memo_->find(item.first)) return hit;
@@ -438,11 +440,11 @@ Indexer::Previous Indexer::write(const std::string& key, const json::Value& obj,
   if (!inserted) {
     out.existed = true;
     ObjectPtr old = previous_for(*it, previous);
-    reindex_locked(it->first, old ? &old->root() : nullptr, &obj);
+    reindex_locked(*it, old ? &old->root() : nullptr, &obj);
     if (previous.decode) out.object = std::move(old);
     text_bytes_ -= it->second.text.size();
   } else {
-    reindex_locked(it->first, nullptr, &obj);
+    reindex_locked(*it, nullptr, &obj);
   }
   text_bytes_ += text.size();
   it->second = Entry{std::move(text), uid_hash};
@@ -458,7 +460,7 @@ Indexer::Previous Indexer::erase(const std::string& key, DecodePrevious previous
   Previous out;
   out.existed = true;
   ObjectPtr old = previous_for(*it, previous);
-  if (old) reindex_locked(it->first, &old->root(), nullptr);
+  if (old) reindex_locked(*it, &old->root(), nullptr);
   if (previous.decode) out.object = std::move(old);
   text_bytes_ -= it->second.text.size();
   memo_->drop(it->first);

@@ -118,10 +118,11 @@ inline constexpr size_t kDecodedMemoBytes = 64 * 1024;
 // The objects read last, or written through a shared document (the informer's watch events),
 // stay decoded until their object changes, within `memo_bytes` of their documents' pools (least
 // recently used out first): an update's previous version is usually the document the store's
-// last events stored, and a reconcile reads the same child twice in one pass (its Services by
-// owner, then by name). Readers share those documents (they are const). The budget is fixed,
-// so it is not part of the memory per cached object; the store's first objects, read once
-// each by a resync, do not profit from it.
+// last events stored. A reader that holds what it reads for as long as it needs it
+// (Reading::Once: a reconcile pass's reads of a job's children, seconds after their events)
+// is not remembered, so it does not push those documents out. Readers share the documents
+// (they are const). The budget is fixed, so it is not part of the memory per cached object;
+// the store's first objects, read once each by a resync, do not profit from it.
 class Indexer {
  public:
   // `index_fields`: what the index functions read (index_by_namespace and
@@ -140,8 +141,13 @@ class Indexer {
   bool holds(const std::string& key, std::string_view uid) const;
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
-  // Objects whose index `index` yields `value`; empty for an unknown index.
-  std::vector<ObjectPtr> by_index(const std::string& index, const std::string& value) const;
+  // How a reader uses what it reads: `Again` (it may come back for it soon: a document
+  // decoded for it is remembered, see the class comment), or `Once` (it holds what it got for
+  // as long as it needs it: nothing is remembered for it, so the documents remembered for
+  // others stay). Both get a remembered document when there is one.
+  enum class Reading { Again, Once };
+  // Objects whose index `index` yields `value`, in key order; empty for an unknown index.
+  std::vector<ObjectPtr> by_index(const std::string& index, const std::string& value, Reading reading = Reading::Again) const;
   std::vector<std::string> index_keys(const std::string& index, const std::string& value) const;
   bool has_index(const std::string& index) const { return indexers_.count(index) > 0; }
   size_t size() const;
@@ -184,21 +190,30 @@ class Indexer {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   using Items = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
+  using Item = Items::value_type;
+  // An index value's objects: the items themselves (node-based: their addresses are stable),
+  // ordered by key, so a reader by index neither hashes nor looks up a key per object.
+  struct ByKey {
+    using is_transparent = void;
+    bool operator()(const Item* a, const Item* b) const { return a->first < b->first; }
+    bool operator()(const Item* a, std::string_view b) const { return a->first < b; }
+    bool operator()(std::string_view a, const Item* b) const { return a < b->first; }
+  };
+  using IndexedItems = std::set<const Item*, ByKey>;
   struct Tokens;
   class Memo;
   ObjectPtr decode(const Entry& e, const json::FieldMask* fields = nullptr) const;
   // The object of `item` for a reader: the memo's document, else decoded (and remembered when
   // `remember` and decoded whole).
-  ObjectPtr read(const Items::value_type& item, const json::FieldMask* fields, bool remember) const;
+  ObjectPtr read(const Item& item, const json::FieldMask* fields, bool remember) const;
   Previous write(const std::string& key, const json::Value& obj, ObjectPtr shared, DecodePrevious previous,
                  json::WrittenText written);
-  // Index sets hold views of the keys in items_ (node-based: their addresses are stable). Moves
-  // `key` from the index values of `before` to those of `after` (either may be null), touching
-  // only the values that differ.
-  void reindex_locked(std::string_view key, const json::Value* before, const json::Value* after);
+  // Moves `item` from the index values of `before` to those of `after` (either may be null),
+  // touching only the values that differ. An item leaves every index before it is erased.
+  void reindex_locked(const Item& item, const json::Value* before, const json::Value* after);
   // The previous version as a write needs it: what the caller asked for, else what unindexing
   // reads (nothing without indexes).
-  ObjectPtr previous_for(const Items::value_type& item, DecodePrevious previous) const;
+  ObjectPtr previous_for(const Item& item, DecodePrevious previous) const;
   // The objects stored as plain text before the store learnt its codes, coded.
   void recode_locked();
 
@@ -206,7 +221,7 @@ class Indexer {
   std::shared_ptr<const json::FieldMask> index_fields_;
   mutable std::shared_mutex mu_;
   Items items_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string_view>>> indices_;
+  std::map<std::string, std::unordered_map<std::string, IndexedItems>> indices_;
   size_t text_bytes_ = 0;
   std::unique_ptr<Tokens> tokens_;
   std::unique_ptr<Memo> memo_;  // its own lock: readers fill it under the shared lock

@@ -1007,6 +1007,55 @@ TEST_CASE("indexer: readers share the documents it keeps decoded until their obj
   CHECK(plain.get("ns/p0") != plain.get("ns/p0"));
 }
 
+TEST_CASE("indexer: a reader by index that reads once leaves the memo to the documents others come back to",
+          "[informer]") {
+  const size_t kMemo = 8;
+  size_t pod_bytes = 0;
+  {
+    Indexer probe({}, nullptr, 0);
+    for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
+    pod_bytes = probe.get("ns/p100")->allocated_bytes();
+  }
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo * pod_bytes + pod_bytes / 2);
+  for (int i = 0; i < 250; ++i) {  // past the learning of its codes; job<k> owns p<4k>..p<4k+3>
+    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
+    store.upsert(object_key(pod.root()), pod.root());
+  }
+  // The documents of the latest events (a write through a shared document) fill the memo.
+  std::vector<ObjectPtr> events;
+  for (int i = 200; i < 200 + static_cast<int>(kMemo); ++i) {
+    // Parsed like a watch event (a pool of the size a decode makes).
+    auto parsed = json::Document::parse(realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4)).dump());
+    REQUIRE(parsed);
+    events.push_back(std::make_shared<const json::Document>(std::move(*parsed)));
+    store.upsert(fmt::format("ns/p{}", i), events.back());
+  }
+  // Reading the children of more jobs than the memo holds, once each, keeps every one of them.
+  for (int job = 0; job < 10; ++job) {
+    auto children = store.by_index(kControllerUidIndex, fmt::format("uid-job{}", job), Indexer::Reading::Once);
+    REQUIRE(children.size() == 4);
+    std::vector<std::string> names, keys;
+    for (const auto& child : children) names.emplace_back(json::get_string(child->root(), "/metadata/name").value_or(""));
+    for (int k = 0; k < 4; ++k) keys.push_back(fmt::format("p{}", job * 4 + k));
+    std::sort(keys.begin(), keys.end());  // in key order: "p10" before "p8"
+    CHECK(names == keys);
+  }
+  for (size_t i = 0; i < kMemo; ++i) CHECK(store.get(fmt::format("ns/p{}", 200 + i)) == events[i]);
+  // A reader that reads once still gets a remembered document; nothing decoded for it is kept.
+  auto with_events = store.by_index(kControllerUidIndex, "uid-job50", Indexer::Reading::Once);
+  REQUIRE(with_events.size() == 4);
+  CHECK(with_events[0] == events[0]);
+  auto first = store.by_index(kControllerUidIndex, "uid-job1", Indexer::Reading::Once);
+  auto second = store.by_index(kControllerUidIndex, "uid-job1", Indexer::Reading::Once);
+  REQUIRE(first.size() == 4);
+  REQUIRE(second.size() == 4);
+  CHECK(first[0] != second[0]);
+  CHECK(first[0]->dump() == second[0]->dump());
+  // Read to come back: remembered (and the oldest event's document goes).
+  auto again = store.by_index(kControllerUidIndex, "uid-job1");
+  CHECK(store.get("ns/p4") == again[0]);
+}
+
 TEST_CASE("informer: readers get the document of the last watch event; the previous version handed to on_update is it",
           "[informer]") {
   FakeClient c;
