@@ -452,7 +452,7 @@ const std::string kGadgetsV2 = "/apis/hooks.example.com/v2/namespaces/default/ga
 
 }  // namespace
 
-TEST_CASE("a Service's replica that cannot be reached is skipped; with none left the call fails") {
+TEST_CASE("a Service's replica that cannot be reached is skipped, with none left the call fails") {
   Fixture f;
   add_gadget_crd(f, "Webhook");
   // The conversion webhook behind the Service whose first replica is gone: every version is served.

@@ -150,7 +150,7 @@ TEST_CASE("informer: 410 relist applies a correct delta with synthesized deletes
   REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
 }
 
-TEST_CASE("informer: a watch request failing with 410 relists; a stream ending empty backs off", "[informer]") {
+TEST_CASE("informer: a watch request failing with 410 relists, a stream ending empty backs off", "[informer]") {
   FakeClient c;
   FakeClock clock;
   (void)c.seed(kPods, simple_object("ns", "a").root());
@@ -334,7 +334,7 @@ TEST_CASE("informer: stop returns promptly while watching", "[informer]") {
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
-TEST_CASE("projection: a container state keeps a terminated exit code; a null left by a merge patch goes", "[informer]") {
+TEST_CASE("projection: a container state keeps a terminated exit code, a null left by a merge patch goes", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   auto state = json::Document::parse(R"({"running":null,"terminated":{"exitCode":3,"reason":"Error"}})");
   REQUIRE(state);
@@ -771,7 +771,7 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   inf.stop();
 }
 
-TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes; the memo is bounded",
+TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes, the memo is bounded",
           "[informer]") {
   // Room for 8 decoded pods of this size (their pools differ by a few bytes with their names).
   const size_t kMemo = 8;
@@ -852,7 +852,7 @@ TEST_CASE("indexer: readers share the documents it keeps decoded until their obj
   CHECK(plain.get("ns/p0") != plain.get("ns/p0"));
 }
 
-TEST_CASE("informer: readers get the document of the last watch event; the previous version handed to on_update is it",
+TEST_CASE("informer: readers get the document of the last watch event, the previous version handed to on_update is it",
           "[informer]") {
   FakeClient c;
   FakeClock clock;
