@@ -170,7 +170,7 @@ TEST_CASE("controller: cleanPodPolicy All deletes pods and their services when t
   CHECK(eventually([&] { return f.controller->counters()["ns"].failed == 1; }));
 }
 
-TEST_CASE("controller: suspend deletes pods and services; resume recreates them") {
+TEST_CASE("controller: suspend deletes pods and services, resume recreates them") {
   Fixture f;
   f.client.seed(kJobs, echo_job("pause", 2).root());
   f.start();
@@ -225,7 +225,7 @@ TEST_CASE("controller: backoffLimit counts pods re-created for restart, not only
         "Job retry has failed because it has reached the specified backoff limit");
 }
 
-TEST_CASE("controller: start_caches syncs without reconciling; start() then reconciles; stop() of a follower is prompt") {
+TEST_CASE("controller: start_caches syncs without reconciling, start() then reconciles, stop() of a follower is prompt") {
   kube::FakeClient client;
   kube::RealClock clock;
   RecordingSink events;

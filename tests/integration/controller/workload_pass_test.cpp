@@ -203,7 +203,7 @@ TEST_CASE("workload pass: the status is written first, the child is created once
   CHECK(writes_of(f.client, kube::FakeClient::Verb::Create, "configmaps") == 1);
 }
 
-TEST_CASE("workload pass: a failed status write acts on nothing; the next pass does") {
+TEST_CASE("workload pass: a failed status write acts on nothing, the next pass does") {
   PlanFixture f;
   f.client.seed(kPlanJobs, plan_job("p").root());
   kube::ApiError unavailable;

@@ -115,7 +115,7 @@ void suspend_and_resume(Cluster& k, const kube::GroupVersionResource& r, std::st
 
 // ---- TFJob -------------------------------------------------------------------------------------
 
-TEST_CASE("TFJob PS and Workers: TF_CONFIG, services, job-role; worker 0 finishing completes the job") {
+TEST_CASE("TFJob PS and Workers: TF_CONFIG, services, job-role, worker 0 finishing completes the job") {
   Cluster k;
   k.install_crd("kubeflow.org_tfjobs.yaml");
   auto ctl = k.controller("tfjob");
@@ -238,7 +238,7 @@ TEST_CASE("TFJob suspend deletes its pods and resume runs it to Succeeded") {
 
 // ---- MXJob -------------------------------------------------------------------------------------
 
-TEST_CASE("MXJob scheduler, server and workers: MX_CONFIG and DMLC_* env; the scheduler decides success") {
+TEST_CASE("MXJob scheduler, server and workers: MX_CONFIG and DMLC_* env, the scheduler decides success") {
   Cluster k;
   k.install_crd("kubeflow.org_mxjobs.yaml");
   auto ctl = k.controller("mxjob");
@@ -324,7 +324,7 @@ TEST_CASE("MXJob suspend deletes its pods and resume runs it to Succeeded") {
 
 // ---- XGBoostJob --------------------------------------------------------------------------------
 
-TEST_CASE("XGBoostJob master and workers: MASTER_*, RANK, WORKER_ADDRS; the master decides success") {
+TEST_CASE("XGBoostJob master and workers: MASTER_*, RANK, WORKER_ADDRS, the master decides success") {
   Cluster k;
   k.install_crd("kubeflow.org_xgboostjobs.yaml");
   auto ctl = k.controller("xgboostjob");

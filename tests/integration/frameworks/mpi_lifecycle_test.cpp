@@ -107,7 +107,7 @@ TEST_CASE("mpi lifecycle: cleanPodPolicy decides which workers survive success")
   CHECK(eventually([&] { return ctl->counters()["default"].successful == 1; }));
 }
 
-TEST_CASE("mpi lifecycle: suspend suspends the launcher Job and deletes workers; resume brings both back") {
+TEST_CASE("mpi lifecycle: suspend suspends the launcher Job and deletes workers, resume brings both back") {
   Cluster k;
   k.install_crd("kubeflow.org_mpijobs.yaml");
   auto ctl = k.controller("mpijob-v2");

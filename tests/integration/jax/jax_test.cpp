@@ -116,7 +116,7 @@ spec: {}
   CHECK(errors_of(plugin->validate(nullptr, missing.root())) == "spec.jaxReplicaSpecs: Required value: must be required\n");
 }
 
-TEST_CASE("JAXJob: every container gets the coordinator env in upstream's order; worker 0 is the master role") {
+TEST_CASE("JAXJob: every container gets the coordinator env in upstream's order, worker 0 is the master role") {
   auto plugin = jax_plugin();
   auto job = unitrain::testing::yaml(R"(
 apiVersion: kubeflow.org/v1

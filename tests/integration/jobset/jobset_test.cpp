@@ -152,7 +152,7 @@ TEST_CASE("JobSet: a failing Job restarts the JobSet up to maxRestarts, then it 
   CHECK(k.events.has("Warning RestartJobSetFailurePolicyAction applying RestartJobSet failure policy action"));
 }
 
-TEST_CASE("JobSet: suspended, its Jobs are created suspended and run no pods; resumed, it completes") {
+TEST_CASE("JobSet: suspended, its Jobs are created suspended and run no pods, resumed, it completes") {
   Cluster k;
   install_jobset(k);
   auto ctl = k.controller("jobset");
@@ -248,7 +248,7 @@ spec:
 
 }  // namespace
 
-TEST_CASE("JobSet: volumeClaimPolicies claims are created, owned per retention, mounted; Retain outlives the JobSet") {
+TEST_CASE("JobSet: volumeClaimPolicies claims are created, owned per retention, mounted, Retain outlives the JobSet") {
   Cluster k;
   install_jobset(k);
   auto ctl = k.controller("jobset");

@@ -249,7 +249,7 @@ TEST_CASE("409 on update comes back as a Conflict value the caller retries", "[r
   }
 }
 
-TEST_CASE("429 waits Retry-After for any verb; 500 backs off for reads only", "[rest][retry]") {
+TEST_CASE("429 waits Retry-After for any verb, 500 backs off for reads only", "[rest][retry]") {
   lc::LocalCluster cluster{{}};
   REQUIRE(cluster.start());
   Sleeps sleeps;
@@ -368,7 +368,7 @@ TEST_CASE("a dropped connection is retried for GET only", "[rest][drop]") {
   }
 }
 
-TEST_CASE("malformed JSON from the server is an error naming the cause; the informer cache stays intact",
+TEST_CASE("malformed JSON from the server is an error naming the cause, the informer cache stays intact",
           "[rest][informer][malformed]") {
   lc::LocalCluster cluster{{}};
   REQUIRE(cluster.start());

@@ -195,7 +195,7 @@ TEST_CASE("REST: GET round trip over a reused keep-alive connection") {
   CHECK(client->transport().connections_opened() == 1);
 }
 
-TEST_CASE("REST: every attempt is reported; a stop ends a wait for the rate limit where asked to") {
+TEST_CASE("REST: every attempt is reported, a stop ends a wait for the rate limit where asked to") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest&, size_t) { s.respond(200, kPodJson); }));
   RestConfig cfg = http_config(server.port());
@@ -279,7 +279,7 @@ TEST_CASE("REST: verbs, bodies and content types reach the server") {
   CHECK(rec.at(6).target == "/api/v1/namespaces/ns/pods?labelSelector=a%3Db");
 }
 
-TEST_CASE("REST: a write's response is decoded through the caller's response_fields; a 409 stays whole") {
+TEST_CASE("REST: a write's response is decoded through the caller's response_fields, a 409 stays whole") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
     if (r.method == "PUT")
@@ -314,7 +314,7 @@ TEST_CASE("REST: a write's response is decoded through the caller's response_fie
   CHECK_THAT(upd.error().message, Catch::Contains("the object has been modified"));
 }
 
-TEST_CASE("REST: a write that reads nothing back (nothing_read) gets an empty object; its body is not parsed") {
+TEST_CASE("REST: a write that reads nothing back (nothing_read) gets an empty object, its body is not parsed") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
     if (r.method == "PUT")
@@ -346,7 +346,7 @@ TEST_CASE("REST: a write that reads nothing back (nothing_read) gets an empty ob
   CHECK(upd.error().reason == R::Conflict);
 }
 
-TEST_CASE("REST: 409 is decoded into a Conflict value; malformed 200 is BadResponse") {
+TEST_CASE("REST: 409 is decoded into a Conflict value, malformed 200 is BadResponse") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
     if (r.method == "PUT")
@@ -435,7 +435,7 @@ TEST_CASE("transport: a server that accepts and never answers times out, no hang
   CHECK(elapsed >= 550ms);  // two attempts of 300 ms each (GET timeouts are retried once here)
 }
 
-TEST_CASE("transport: a stop cancels a request the server never answers; later requests are not sent") {
+TEST_CASE("transport: a stop cancels a request the server never answers, later requests are not sent") {
   std::atomic<int> received{0};
   TestServer server([&received](Session& s) {
     if (s.read_request()) ++received;
@@ -875,7 +875,7 @@ std::vector<RawRequest> read_burst(Session& s, Recorder& rec, size_t n) {
 
 }  // namespace
 
-TEST_CASE("transport: a pipelined burst is sent before any response is read; the responses come back in order") {
+TEST_CASE("transport: a pipelined burst is sent before any response is read, the responses come back in order") {
   constexpr size_t kBurst = 5;
   Recorder rec;
   TestServer server([&](Session& s) {

@@ -190,7 +190,7 @@ TEST_CASE("fail-times with restartPolicy Never fails the first runs of a name, t
   }
 }
 
-TEST_CASE("restartPolicy OnFailure restarts in place; Always restarts after success", "[kubelet]") {
+TEST_CASE("restartPolicy OnFailure restarts in place, Always restarts after success", "[kubelet]") {
   Env env;
   Controllers c(*env.store, all(env));
   env.create(env.pods, pod_json("onfail", R"("sim.unitrain.io/duration":"50ms","sim.unitrain.io/fail-times":"2")",
@@ -971,7 +971,7 @@ TEST_CASE("Deployment rolls out through ReplicaSets and reports what kubectl rol
   }));
 }
 
-TEST_CASE("StatefulSet creates ordinal pods in order with their claims; DaemonSet one pod per node", "[apps]") {
+TEST_CASE("StatefulSet creates ordinal pods in order with their claims, DaemonSet one pod per node", "[apps]") {
   Env env;
   Controllers c(*env.store, all(env));
   auto statefulsets = res(env, "apps", "statefulsets");
@@ -1048,7 +1048,7 @@ TEST_CASE("PersistentVolumeClaims are bound at once by the default StorageClass'
   CHECK(env.str(claims, "nowhere", "/status/phase") == "Pending");
 }
 
-TEST_CASE("ResourceQuota refuses pods over it as kube-apiserver words it; LimitRange defaults apply", "[admission]") {
+TEST_CASE("ResourceQuota refuses pods over it as kube-apiserver words it, LimitRange defaults apply", "[admission]") {
   Env env;
   Controllers c(*env.store, all(env));
   auto quotas = res(env, "", "resourcequotas");
@@ -1221,7 +1221,7 @@ TEST_CASE("Deployment revisions: a rollback reuses the old ReplicaSet with the n
   }));
 }
 
-TEST_CASE("StatefulSet and DaemonSet keep ControllerRevisions; a template seen before gets the next number",
+TEST_CASE("StatefulSet and DaemonSet keep ControllerRevisions, a template seen before gets the next number",
           "[apps][history]") {
   Env env;
   Controllers c(*env.store, all(env));

@@ -73,7 +73,7 @@ struct Kind {
 
 }  // namespace
 
-TEST_CASE("admission webhooks refuse nonsense specs of every kind with the field path; sane jobs are admitted") {
+TEST_CASE("admission webhooks refuse nonsense specs of every kind with the field path, sane jobs are admitted") {
   OperatorWebhooks w;
   const Kind tf{"kubeflow.org/v1", "TFJob", "tfjobs", "tfReplicaSpecs", "validator.tfjob.training-operator.kubeflow.org"};
   const Kind pt{"kubeflow.org/v1", "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", "validator.pytorchjob.training-operator.kubeflow.org"};

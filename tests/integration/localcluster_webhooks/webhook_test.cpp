@@ -175,7 +175,8 @@ uint16_t closed_port() {
 // Two CAs: the webhook server's, and one it was not signed by.
 struct Fixture {
   Fixture() {
-    auto t = make_self_signed_tls("DNS:hooks.hooks.svc,IP:127.0.0.1");
+    // The webhook server answers for the Services mapped to it below, except "misnamed".
+    auto t = make_self_signed_tls("DNS:hooks.hooks.svc,DNS:replicas.hooks.svc,DNS:down.hooks.svc,IP:127.0.0.1");
     REQUIRE(t);
     tls = std::move(*t);
     auto other = make_self_signed_tls("DNS:hooks.hooks.svc,IP:127.0.0.1");
@@ -452,7 +453,7 @@ const std::string kGadgetsV2 = "/apis/hooks.example.com/v2/namespaces/default/ga
 
 }  // namespace
 
-TEST_CASE("a Service's replica that cannot be reached is skipped; with none left the call fails") {
+TEST_CASE("a Service's replica that cannot be reached is skipped, with none left the call fails") {
   Fixture f;
   add_gadget_crd(f, "Webhook");
   // The conversion webhook behind the Service whose first replica is gone: every version is served.

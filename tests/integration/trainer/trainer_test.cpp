@@ -145,7 +145,7 @@ TEST_CASE("TrainJob on deepspeed-distributed: SSH Secret, hostfile, the launcher
   CHECK(json::dump(*json::find(c, "/command")) == R"(["torchrun","train.py"])");
 }
 
-TEST_CASE("TrainJob suspended: a suspended JobSet and no pods; resumed: Complete, Suspended False/Resumed") {
+TEST_CASE("TrainJob suspended: a suspended JobSet and no pods, resumed: Complete, Suspended False/Resumed") {
   Cluster k;
   install(k);
   apply_runtime(k, "torch-distributed.yaml");
@@ -179,7 +179,7 @@ TEST_CASE("TrainJob past its activeDeadlineSeconds: Failed/DeadlineExceeded, its
   REQUIRE(eventually([&] { return field(k, kJobSets, "late", "/metadata/name") == "<absent>"; }));
 }
 
-TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no JobSet; CRD CEL rules") {
+TEST_CASE("TrainJob naming a runtime that does not exist: a Warning event, no JobSet, CRD CEL rules") {
   Cluster k;
   install(k);
   auto jobsets = k.controller("jobset");

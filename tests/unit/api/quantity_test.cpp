@@ -58,7 +58,7 @@ TEST_CASE("quantity: formats follow the suffix") {
   CHECK(canonical("0.0001Ki") == "102400u");
 }
 
-TEST_CASE("quantity: binary amounts beyond 2^63-1 units are capped; large decimal ones stay exact") {
+TEST_CASE("quantity: binary amounts beyond 2^63-1 units are capped, large decimal ones stay exact") {
   CHECK(canonical("8Ei") == "9223372036854775807");
   CHECK(canonical("9Ei") == "9223372036854775807");
   CHECK(canonical("9223372036854775807Ki") == "9223372036854775807");

@@ -70,7 +70,7 @@ TEST_CASE("child events: training-operator reconciles on a create or delete only
   }
 }
 
-TEST_CASE("child events: mpi-operator reconciles on every create and delete; grandchildren lower no expectation") {
+TEST_CASE("child events: mpi-operator reconciles on every create and delete, grandchildren lower no expectation") {
   const auto d = mpi_operator();
   CHECK(react(d, Change::Added, ChildKind::Service, child("1")).reconcile);
   CHECK(react(d, Change::Deleted, ChildKind::Owned, child("1")).reconcile);

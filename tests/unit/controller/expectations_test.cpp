@@ -5,7 +5,7 @@
 using unitrain::controller::Expectations;
 using unitrain::kube::FakeClock;
 
-TEST_CASE("expectations: unknown keys are satisfied; raised ones until observed") {
+TEST_CASE("expectations: unknown keys are satisfied, raised ones until observed") {
   FakeClock clock;
   Expectations e(clock);
   const auto key = Expectations::pods_key("ns", "job", "worker");

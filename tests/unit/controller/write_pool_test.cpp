@@ -97,7 +97,7 @@ TEST_CASE("write pool: at most max_in_flight items run at once, the caller's inc
   CHECK(c.most() == 3);
 }
 
-TEST_CASE("write pool: every item runs; the first error in item order is returned; exceptions become errors") {
+TEST_CASE("write pool: every item runs, the first error in item order is returned, exceptions become errors") {
   WritePool pool(4);
   std::vector<int> items{0, 1, 2, 3, 4, 5};
   std::atomic<int> ran{0};

@@ -39,7 +39,7 @@ TEST_CASE("pointer get and set") {
   CHECK_FALSE(json::remove(doc, "/metadata/labels/a~1b"));
 }
 
-TEST_CASE("pointer escapes: ~1 and ~0 decode, in that order; any other tilde stays as it is") {
+TEST_CASE("pointer escapes: ~1 and ~0 decode, in that order, any other tilde stays as it is") {
   auto doc = Document::parse(R"({"a/b":{"c~d":1},"m~n":2,"~1":3,"x~2y":4,"t~":5,"~":6,"a":{"b":7}})").value();
   const json::Value& r = doc.root();
   CHECK(json::get_int(r, "/a~1b/c~0d") == 1);  // two escaped tokens in a row
@@ -74,7 +74,7 @@ TEST_CASE("pointer escapes: ~1 and ~0 decode, in that order; any other tilde sta
   CHECK(json::get_int(doc.root(), "/a~1b/e~1f~0") == 8);
 }
 
-TEST_CASE("pointer array indices: digits without leading zeros, in range; no '-' outside JSON patch") {
+TEST_CASE("pointer array indices: digits without leading zeros, in range, no '-' outside JSON patch") {
   auto doc = Document::parse(R"({"items":[10,20,{"v":[1]}],"0":{"1":9}})").value();
   const json::Value& r = doc.root();
   CHECK(json::get_int(r, "/items/0") == 10);
@@ -105,7 +105,7 @@ TEST_CASE("pointer array indices: digits without leading zeros, in range; no '-'
   CHECK(doc.root()["items"].Size() == 2);
 }
 
-TEST_CASE("pointer empty segments name the empty key; the empty pointer is the root") {
+TEST_CASE("pointer empty segments name the empty key, the empty pointer is the root") {
   auto doc = Document::parse(R"({"":{"":1},"a":{"":2}})").value();
   const json::Value& r = doc.root();
   CHECK(json::find(r, "") == &r);
@@ -161,7 +161,7 @@ TEST_CASE("str copies a view, and an empty view with no data becomes the empty s
   CHECK(json::view(copy) == "abc");
 }
 
-TEST_CASE("equality ignores member order; canonical sorts keys") {
+TEST_CASE("equality ignores member order, canonical sorts keys") {
   auto a = Document::parse(R"({"a":1,"b":[1,{"x":2,"y":3}]})").value();
   auto b = Document::parse(R"({"b":[1,{"y":3,"x":2}],"a":1.0})").value();
   CHECK(a == b);

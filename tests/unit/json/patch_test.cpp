@@ -144,7 +144,7 @@ TEST_CASE("JSON patch: RFC 6902 appendix A error cases leave the target unchange
         R"(operation 0 (test /~01): test failed: value is 10, expected "10")");
 }
 
-TEST_CASE("JSON patch: errors name the operation index and path; earlier operations roll back") {
+TEST_CASE("JSON patch: errors name the operation index and path, earlier operations roll back") {
   CHECK(json_patch_error(R"({"a":{"c":1},"x":0})",
                          R"([{"op":"add","path":"/x","value":1},{"op":"remove","path":"/a/c"},
                              {"op":"replace","path":"/a/b","value":2}])") ==

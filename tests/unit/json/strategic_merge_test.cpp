@@ -88,7 +88,7 @@ TEST_CASE("strategic merge: $patch delete and replace inside lists, null deletes
   CHECK(json::find(map_delete.root(), "/spec/containers/0/resources") == nullptr);
 }
 
-TEST_CASE("strategic merge: tolerations are replaced; finalizers merge as a set") {
+TEST_CASE("strategic merge: tolerations are replaced, finalizers merge as a set") {
   Document pod = smp(kPod, R"({"spec":{"tolerations":[{"key":"other","operator":"Exists"}]},
                                "metadata":{"finalizers":["b.example.com/y","c.example.com/z"],
                                            "$deleteFromPrimitiveList/finalizers":["a.example.com/x"]}})");

@@ -288,7 +288,7 @@ TEST_CASE("events: a full queue drops events instead of blocking", "[events]") {
   CHECK(events(c).size() == 3);
 }
 
-TEST_CASE("events: an expired event is created again; failures are counted", "[events]") {
+TEST_CASE("events: an expired event is created again, failures are counted", "[events]") {
   FakeClient c;
   FakeClock clock;
   EventRecorder r(c, clock, options());
@@ -457,7 +457,7 @@ TEST_CASE("events: a bucket that another writer keeps low does not hold a burst 
   }
 }
 
-TEST_CASE("events: one event with a token ready is written at once; alone, it waits for one token only", "[events]") {
+TEST_CASE("events: one event with a token ready is written at once, alone, it waits for one token only", "[events]") {
   FakeClient inner;
   FakeClock clock;
   PacedClient c(inner, clock, 20, 30);
@@ -502,7 +502,7 @@ TEST_CASE("events: stop ends the wait for the budget at once", "[events]") {
   CHECK(r.stats().lost() == 3);
 }
 
-TEST_CASE("events: a burst's creates go to the client together, in order; a PATCH keeps its place", "[events]") {
+TEST_CASE("events: a burst's creates go to the client together, in order, a PATCH keeps its place", "[events]") {
   FakeClient inner;
   FakeClock clock;
   PacedClient c(inner, clock, 20, 30);

@@ -81,7 +81,7 @@ TEST_CASE("fake client: list pages with continue tokens and filters by selector 
   CHECK(err.error().is(ApiError::Reason::BadRequest));
 }
 
-TEST_CASE("fake client: update with a stale resourceVersion is a conflict; status is a subresource", "[fake]") {
+TEST_CASE("fake client: update with a stale resourceVersion is a conflict, status is a subresource", "[fake]") {
   FakeClient c;
   auto created = c.create(kPods, "ns", simple_object("ns", "a").root());
   REQUIRE(created);

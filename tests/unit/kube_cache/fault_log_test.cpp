@@ -97,7 +97,7 @@ TEST_CASE("401 names the credentials, 403 the verb and resource") {
   CHECK(other_verb->key != forbidden->key);
 }
 
-TEST_CASE("a 404 on a read means the resource is not served; a required one says how to install it") {
+TEST_CASE("a 404 on a read means the resource is not served, a required one says how to install it") {
   const RequiredResource crd{"the CustomResourceDefinition pytorchjobs.kubeflow.org",
                              "install it with: kubectl apply --server-side -f manifests/crds/kubeflow.org_pytorchjobs.yaml"};
   auto required = classify({"list", kJobs, ""}, error(ApiError::Reason::NotFound, 404, "the server could not find the requested resource"),

@@ -151,7 +151,7 @@ TEST_CASE("informer: 410 relist applies a correct delta with synthesized deletes
   REQUIRE(eventually([&] { return c.open_watches(kPods) == 1; }));
 }
 
-TEST_CASE("informer: a watch request failing with 410 relists; a stream ending empty backs off", "[informer]") {
+TEST_CASE("informer: a watch request failing with 410 relists, a stream ending empty backs off", "[informer]") {
   FakeClient c;
   FakeClock clock;
   (void)c.seed(kPods, simple_object("ns", "a").root());
@@ -444,7 +444,7 @@ TEST_CASE("informer: a watch silent past the server's timeout is taken for dead 
   CHECK(inf.cache().size() == 1);
 }
 
-TEST_CASE("projection: a container state keeps a terminated exit code; a null left by a merge patch goes", "[informer]") {
+TEST_CASE("projection: a container state keeps a terminated exit code, a null left by a merge patch goes", "[informer]") {
   auto full = realistic_pod("ns", "w-0", "j", "Failed");
   auto state = json::Document::parse(R"({"running":null,"terminated":{"exitCode":3,"reason":"Error"}})");
   REQUIRE(state);
@@ -926,7 +926,7 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   inf.stop();
 }
 
-TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes; the memo is bounded",
+TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes, the memo is bounded",
           "[informer]") {
   // Room for 8 decoded pods of this size (their pools differ by a few bytes with their names).
   const size_t kMemo = 8;
@@ -1056,7 +1056,7 @@ TEST_CASE("indexer: a reader by index that reads once leaves the memo to the doc
   CHECK(store.get("ns/p4") == again[0]);
 }
 
-TEST_CASE("informer: readers get the document of the last watch event; the previous version handed to on_update is it",
+TEST_CASE("informer: readers get the document of the last watch event, the previous version handed to on_update is it",
           "[informer]") {
   FakeClient c;
   FakeClock clock;

@@ -151,7 +151,7 @@ TEST_CASE("watch decoder: malformed input is an error value") {
   }
 }
 
-TEST_CASE("watch decoder: with a field mask, objects are decoded into what it keeps; an ERROR's Status whole") {
+TEST_CASE("watch decoder: with a field mask, objects are decoded into what it keeps, an ERROR's Status whole") {
   auto fields = json::FieldMask::parse("metadata{name,resourceVersion},status{phase}");
   REQUIRE(fields);
   WatchDecoder d(std::make_shared<const json::FieldMask>(std::move(*fields)));

@@ -187,7 +187,7 @@ TEST_CASE("protobuf zero values: omitempty non-pointer fields are left out as in
         R"({"replicas":0,"template":{},"strategy":{},"revisionHistoryLimit":10})");
 }
 
-TEST_CASE("protobuf bodies that do not decode are 400s naming the cause; custom resources 415") {
+TEST_CASE("protobuf bodies that do not decode are 400s naming the cause, custom resources 415") {
   const auto refusal = [](const std::string& body) {
     auto d = lc::decode_body(body, lc::parse_media_type("application/vnd.kubernetes.protobuf"));
     REQUIRE_FALSE(d);

@@ -23,7 +23,7 @@ json::Document review_of(std::string_view token, std::string_view audiences_yaml
 
 }  // namespace
 
-TEST_CASE("TokenRequest: a JWT with kube-apiserver's claims; expirationSeconds bounds") {
+TEST_CASE("TokenRequest: a JWT with kube-apiserver's claims, expirationSeconds bounds") {
   lc::ServiceAccountTokens tokens;
   auto account = yaml("metadata: {name: trainer, namespace: ns, uid: SA1}");
   auto answer = lc::answer_token_request(tokens, account.root(), yaml("spec: {audiences: [aud-a]}").root(), kT0);
@@ -55,7 +55,7 @@ TEST_CASE("TokenRequest: a JWT with kube-apiserver's claims; expirationSeconds b
   CHECK(json::strings_at(plain->root(), "/spec/audiences") == std::vector<std::string>{std::string(lc::kTokenIssuer)});
 }
 
-TEST_CASE("TokenReview: authenticated for a granted audience and a live account; refused otherwise") {
+TEST_CASE("TokenReview: authenticated for a granted audience and a live account, refused otherwise") {
   lc::ServiceAccountTokens tokens;
   auto account = yaml("metadata: {name: trainer, namespace: ns, uid: SA1}");
   auto issued = lc::answer_token_request(tokens, account.root(), yaml("spec: {audiences: [aud-a, aud-b]}").root(), kT0);

@@ -147,7 +147,7 @@ TEST_CASE("cel optionals") {
   CHECK(run("optional.none().value()").error() == "optional.none() dereference");
 }
 
-TEST_CASE("cel transition rules see oldSelf; references() finds it outside macro scopes") {
+TEST_CASE("cel transition rules see oldSelf, references() finds it outside macro scopes") {
   CHECK(truth("self == oldSelf", R"("q1")", R"("q1")"));
   CHECK_FALSE(truth("self == oldSelf", R"("q2")", R"("q1")"));
   CHECK(truth("self >= oldSelf", "5", "3"));
@@ -199,7 +199,7 @@ TEST_CASE("cel parse errors name the line and column") {
   CHECK(p.error().full == "ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>' expecting an expression\n | 1 +\n | ...^");
 }
 
-TEST_CASE("cel matches() reads RE2: flag groups, \\A and \\z, named groups; RE2's refusals are errors") {
+TEST_CASE("cel matches() reads RE2: flag groups, start and end of text anchors, named groups, RE2's refusals are errors") {
   CHECK(truth("'JOB'.matches('(?i)^job$') && !'JOB'.matches('^job$')"));
   CHECK(truth(R"('abc'.matches('\\Aab') && 'abc'.matches('bc\\z') && !'abc'.matches('\\Abc'))"));
   CHECK(truth("'v1.2'.matches('^v(?P<major>[0-9]+)[.](?<minor>[0-9]+)$')"));

@@ -161,7 +161,7 @@ TEST_CASE("TrainJob's object-level rules on metadata.name, at the root (<nil>)r"
         std::vector<std::string>{R"r(<nil>: Invalid value: "object": metadata.name must be no more than 63 characters)r"});
 }
 
-TEST_CASE("ratcheting: an unchanged invalid value does not block an update; a changed one does") {
+TEST_CASE("ratcheting: an unchanged invalid value does not block an update, a changed one does") {
   auto schema = under_spec(R"r({"type": "object", "properties": {
       "name": {"type": "string", "maxLength": 3, "x-kubernetes-validations": [{"rule": "self.startsWith('a')", "message": "must start with a"}]},
       "replicas": {"type": "integer", "minimum": 1},

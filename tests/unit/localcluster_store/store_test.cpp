@@ -32,7 +32,7 @@ TEST_CASE("built-in resources carry kube-apiserver's names, scopes and short nam
   CHECK_FALSE(s->find_resource("", "v1", "widgets"));
 }
 
-TEST_CASE("create fills uid, creationTimestamp, resourceVersion, generation; generateName adds 5 chars") {
+TEST_CASE("create fills uid, creationTimestamp, resourceVersion, generation, generateName adds 5 chars") {
   auto s = new_store();
   auto p = create_ok(*s, pods(), "default", doc(R"({"metadata":{"generateName":"job-worker-"},"spec":{"containers":[{"name":"c","image":"x"}]}})"));
   std::string name = str(p, "/metadata/name");
@@ -131,7 +131,7 @@ TEST_CASE("update with a stale resourceVersion is a 409 Conflict with the exact 
   CHECK(str(*u2, "/metadata/labels/v") == "3");
 }
 
-TEST_CASE("generation starts at 1 and moves only when spec changes; no-op updates keep the resourceVersion") {
+TEST_CASE("generation starts at 1 and moves only when spec changes, no-op updates keep the resourceVersion") {
   auto s = new_store();
   const auto& jobs = builtin("batch", "jobs");
   auto j = create_ok(*s, jobs, "default", doc(R"({"metadata":{"name":"j"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"x"}]}}}})"));
@@ -462,7 +462,7 @@ TEST_CASE("list paging with limit and continue, and resourceVersion semantics") 
   CHECK(item_names(*all).size() == 7);
 }
 
-TEST_CASE("services and secrets get kube-apiserver's defaults; dry run stores nothing") {
+TEST_CASE("services and secrets get kube-apiserver's defaults, dry run stores nothing") {
   auto s = new_store();
   auto svc = create_ok(*s, builtin("", "services"), "default",
                        doc(R"({"metadata":{"name":"web"},"spec":{"clusterIP":"None","ports":[{"port":80}]}})"));

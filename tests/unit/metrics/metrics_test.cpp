@@ -100,7 +100,7 @@ TEST_CASE("label values given as views reach the same children as owned ones, an
         "duration_seconds_count{verb=\"PUT\"} 2\n");
 }
 
-TEST_CASE("load mirrors cumulative data kept elsewhere; collectors run before exposition") {
+TEST_CASE("load mirrors cumulative data kept elsewhere, collectors run before exposition") {
   Registry r;
   auto h = r.histogram("work_seconds", "Work.", {}, {1, 10});
   auto c = r.counter("adds_total", "Adds.", {"name"});

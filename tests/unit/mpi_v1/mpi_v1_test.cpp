@@ -412,7 +412,7 @@ spec:
   CHECK(after->empty());
 }
 
-TEST_CASE("mpi v1: status follows the launcher pod; worker failures fail the job with reason MPIJobFailed") {
+TEST_CASE("mpi v1: status follows the launcher pod, worker failures fail the job with reason MPIJobFailed") {
   auto p = plugin();
   Document job = defaulted(kPi, p);
   auto status = [&](std::vector<const Document*> pods) {

@@ -110,7 +110,7 @@ TEST_CASE("node usage and group counts follow every change as a full scan comput
   }
 }
 
-TEST_CASE("a pass takes new pending pods in creation order; a pod left unbound is not retried for nothing",
+TEST_CASE("a pass takes new pending pods in creation order, a pod left unbound is not retried for nothing",
           "[scheduler]") {
   SchedulerAccounting acc;
   acc.upsert("ns/b", pod("b"));

@@ -110,7 +110,7 @@ TEST_CASE("torch: processes per node from CPUs (rounded up), an explicit count, 
   CHECK(env_of("  suspend: false").root().IsNull());
 }
 
-TEST_CASE("torch envInjection: PET env in named side containers; a missing target fails the build") {
+TEST_CASE("torch envInjection: PET env in named side containers, a missing target fails the build") {
   auto runtime = shipped_runtime("torch-distributed.yaml");
   REQUIRE(unitrain::testing::trainer::set_yaml(runtime, "/spec/mlPolicy/torch", "{envInjection: {targets: [{jobName: node, containerNames: [sidecar]}]}}"));
   auto tj = yaml("metadata: {name: t, namespace: ns}\nspec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 3}}");

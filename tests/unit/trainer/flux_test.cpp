@@ -162,7 +162,7 @@ TEST_CASE("Flux: command rewrite, installer, volumes, mounts, entrypoint ConfigM
   CHECK(*cert == tr::curve_certificate(*keys, "fx"));
 }
 
-TEST_CASE("Flux: the TrainJob's numProcPerNode wins; no GPU flag without GPUs; the hostlist follows numNodes") {
+TEST_CASE("Flux: the TrainJob's numProcPerNode wins, no GPU flag without GPUs, the hostlist follows numNodes") {
   tr::FluxLayout layout{.trainjob = "j", .subdomain = "j", .nodes = 1, .tasks_per_node = 4, .gpus = 0};
   CHECK(tr::flux_hostlist(layout) == "j-node-0-[0-0]");
   CHECK(tr::flux_task_flags(layout) == "-N 1 -n 4");

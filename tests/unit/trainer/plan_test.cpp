@@ -136,7 +136,7 @@ TEST_CASE("plan: a missing runtime, a bad snapshot, a runtime rule broken: a War
         "TrainJob resources reconciliation failed: " + std::string(950, 'x') + " ...");
 }
 
-TEST_CASE("plan: MultiKueue's TrainJobs are left alone; an unsupported runtime kind is Failed") {
+TEST_CASE("plan: MultiKueue's TrainJobs are left alone, an unsupported runtime kind is Failed") {
   auto mk = demo_trainjob();
   REQUIRE(json::set_string(mk, "/spec/managedBy", "kueue.x-k8s.io/multikueue"));
   auto p = tr::plan(mk.root(), {}, kNow, &keys);
@@ -172,7 +172,7 @@ TEST_CASE("plan: MPI runtimes get the SSH Secret once and the hostfile kept curr
   CHECK(json::string_at(again.updates[0].object.root(), "/metadata/resourceVersion") == "3");
 }
 
-TEST_CASE("plan: the deadline fails the TrainJob and deletes its JobSet; a finished TrainJob gets nothing built") {
+TEST_CASE("plan: the deadline fails the TrainJob and deletes its JobSet, a finished TrainJob gets nothing built") {
   auto tj = demo_trainjob("  activeDeadlineSeconds: 5\n");
   auto jobset = yaml("{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, metadata: {name: demo, namespace: ns}, spec: {suspend: false}}");
   fw::Observed o = with_runtime(shipped_runtime("torch-distributed.yaml"));
@@ -193,7 +193,7 @@ TEST_CASE("plan: the deadline fails the TrainJob and deletes its JobSet; a finis
   CHECK(json::equal(d.status->root(), *json::find(done.root(), "/status")));
 }
 
-TEST_CASE("plan: while suspended the PodGroup is applied again (read first when its kind is not watched); once running only created") {
+TEST_CASE("plan: while suspended the PodGroup is applied again (read first when its kind is not watched), once running only created") {
   using unitrain::testing::trainer::set_yaml;
   auto tj = demo_trainjob();
   REQUIRE(set_yaml(tj, "/spec/suspend", "true"));

@@ -38,7 +38,7 @@ TEST_CASE("suspend and resume: Suspended True, then False/Resumed, appended in f
   CHECK(tr::next_status(plain.root(), nullptr, t("2026-01-01T00:00:00Z")).status.root().ObjectEmpty());
 }
 
-TEST_CASE("the JobSet's Completed and Failed become Complete and Failed; jobsStatus copied in order") {
+TEST_CASE("the JobSet's Completed and Failed become Complete and Failed, jobsStatus copied in order") {
   auto tj = yaml("metadata: {name: a}\nspec: {suspend: false}");
   auto jobset = yaml(R"(
 status:

@@ -85,7 +85,7 @@ TEST_CASE("trainer flags: feature gates off by default, TrainJobStatus=true turn
   CHECK(bad_port.error().message == "--status-server-port: \"70000\" is not a port in 0..65535");
 }
 
-TEST_CASE("TrainJobStatus: env, projected token volume and mount on the trainer pods; the tls-config ConfigMap last") {
+TEST_CASE("TrainJobStatus: env, projected token volume and mount on the trainer pods, the tls-config ConfigMap last") {
   auto secret = webhook_secret("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n");
   tr::BuildInput input;
   input.status_server = &kServer;

@@ -39,7 +39,7 @@ TEST_CASE("TrainJob webhook: unsupported runtime kinds and missing runtimes") {
         "clustertrainingruntimes.trainer.kubeflow.org \"x\" not found: specified clusterTrainingRuntime must be created before the TrainJob is created");
 }
 
-TEST_CASE("TrainJob webhook: reserved env of Torch, MPI and XGBoost; deprecation warning") {
+TEST_CASE("TrainJob webhook: reserved env of Torch, MPI and XGBoost, deprecation warning") {
   auto runtime = shipped_runtime("torch-distributed.yaml");
   auto tj = yaml(R"(
 metadata: {name: a, namespace: ns}
@@ -114,7 +114,7 @@ spec:
   CHECK(check(tj, &runtime).errors.empty());
 }
 
-TEST_CASE("TrainJob webhook: initializers need their Job, container and mount; runtimePatches their targets") {
+TEST_CASE("TrainJob webhook: initializers need their Job, container and mount, runtimePatches their targets") {
   auto runtime = shipped_runtime("torch-distributed.yaml");
   auto tj = yaml(R"(
 metadata: {name: a, namespace: ns}

@@ -357,7 +357,7 @@ TEST_CASE("admission: managedBy is filled from the version written and cannot ch
   CHECK(json::get_bool(doc.root(), "/response/allowed") == true);
 }
 
-TEST_CASE("admission: with one module per kind no managedBy is filled; defaults persist only when asked") {
+TEST_CASE("admission: with one module per kind no managedBy is filled, defaults persist only when asked") {
   Fixture f(false);
   webhook::Handler h(f.plugins, f.registry);
   constexpr std::string_view v2 =
