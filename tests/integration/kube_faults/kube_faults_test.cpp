@@ -388,6 +388,9 @@ TEST_CASE("malformed JSON from the server is an error naming the cause, the info
     kube::Informer inf(*client, clock, configmap_informer());
     Recorder rec;
     inf.add_handlers(rec.handlers());
+    // The server decides a watch's faults when it opens, and the informer opens its watch right
+    // after its list: configured only after the sync, the rule would miss a watch opened first.
+    cluster.faults().configure(faults(R"({"rules":[{"verbs":"WATCH","resources":"configmaps","malformed":1}]})"));
     inf.start();
     REQUIRE(inf.wait_for_sync(10s));
     const auto before = cache_state(inf);
