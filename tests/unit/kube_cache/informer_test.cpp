@@ -926,21 +926,28 @@ TEST_CASE("informer: on_update gets the previous version through the handlers' p
   inf.stop();
 }
 
-TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes, the memo is bounded",
-          "[informer]") {
-  // Room for 8 decoded pods of this size (their pools differ by a few bytes with their names).
-  const size_t kMemo = 8;
-  size_t pod_bytes = 0;
-  {
-    Indexer probe({}, nullptr, 0);
-    for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
-    pod_bytes = probe.get("ns/p100")->allocated_bytes();
-  }
-  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo * pod_bytes + pod_bytes / 2);
-  for (int i = 0; i < 250; ++i) {  // past the learning of its codes
+// Memo bytes with room for `decoded` of the pods below (their pools differ by a few bytes with
+// their names).
+size_t memo_for_pods(size_t decoded) {
+  Indexer probe({}, nullptr, 0);
+  for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
+  const size_t pod_bytes = probe.get("ns/p100")->allocated_bytes();
+  return decoded * pod_bytes + pod_bytes / 2;
+}
+
+// 250 pods, past the learning of the store's codes; job<k> owns p<4k>..p<4k+3>.
+void add_pods(Indexer& store) {
+  for (int i = 0; i < 250; ++i) {
     auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
     store.upsert(object_key(pod.root()), pod.root());
   }
+}
+
+TEST_CASE("indexer: readers share the documents it keeps decoded until their object changes, the memo is bounded",
+          "[informer]") {
+  const size_t kMemo = 8;
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), memo_for_pods(kMemo));
+  add_pods(store);
   // A read is remembered: the next reads, by key or by index, get the same document.
   ObjectPtr first = store.get("ns/p0");
   REQUIRE(first);
@@ -1010,17 +1017,8 @@ TEST_CASE("indexer: readers share the documents it keeps decoded until their obj
 TEST_CASE("indexer: a reader by index that reads once leaves the memo to the documents others come back to",
           "[informer]") {
   const size_t kMemo = 8;
-  size_t pod_bytes = 0;
-  {
-    Indexer probe({}, nullptr, 0);
-    for (int i = 0; i < 250; ++i) probe.upsert(fmt::format("ns/p{}", i), realistic_pod("ns", fmt::format("p{}", i), "job0").root());
-    pod_bytes = probe.get("ns/p100")->allocated_bytes();
-  }
-  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), kMemo * pod_bytes + pod_bytes / 2);
-  for (int i = 0; i < 250; ++i) {  // past the learning of its codes; job<k> owns p<4k>..p<4k+3>
-    auto pod = realistic_pod("ns", fmt::format("p{}", i), fmt::format("job{}", i / 4));
-    store.upsert(object_key(pod.root()), pod.root());
-  }
+  Indexer store({{kControllerUidIndex, index_by_controller_uid}}, builtin_index_fields(), memo_for_pods(kMemo));
+  add_pods(store);
   // The documents of the latest events (a write through a shared document) fill the memo.
   std::vector<ObjectPtr> events;
   for (int i = 200; i < 200 + static_cast<int>(kMemo); ++i) {
