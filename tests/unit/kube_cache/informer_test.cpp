@@ -838,7 +838,7 @@ TEST_CASE("indexer: the objects stored while it learnt its codes are coded once 
   }
 }
 
-TEST_CASE("indexer: its own text reads back without the duplicate-key check text from the wire gets", "[informer]") {
+TEST_CASE("indexer: its own text reads back without the duplicate-key check that text from the wire gets", "[informer]") {
   // A document built in code may repeat a member name (RapidJSON's AddMember does not look), and
   // the same bytes from the wire are refused (see the watch decoder's tests). The store's text of
   // it reads back as that document, plain or coded: the store does not walk its own text again.
