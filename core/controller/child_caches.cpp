@@ -332,8 +332,8 @@ int32_t ChildCaches::priority_class_value(std::string_view class_name) const {
 
 bool ChildCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
   if (!jobs_->wait_for_sync(left_until(deadline))) return false;
-  for (const kube::Informer* informer :
-       {informer_for(kPods), informer_for(kServices), caches_.pod_groups_, caches_.priority_classes_})
+  for (const kube::Informer* informer : std::initializer_list<const kube::Informer*>{
+           informer_for(kPods), informer_for(kServices), caches_.pod_groups_, caches_.priority_classes_})
     if (informer && !informer->wait_for_sync(left_until(deadline))) return false;
   for (const auto& group_resource : owned_) {
     const kube::Informer* informer = caches_.owned_.at(group_resource);

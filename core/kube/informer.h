@@ -94,6 +94,10 @@ struct OwnerKind {
   std::string kind;
 };
 struct PartySelector {
+  PartySelector() = default;
+  PartySelector(std::string labels) : labels(std::move(labels)) {}  // NOLINT: a label selector is a party
+  PartySelector(std::string labels, std::vector<OwnerKind> owner_kinds)
+      : labels(std::move(labels)), owner_kinds(std::move(owner_kinds)) {}
   std::string labels;
   std::vector<OwnerKind> owner_kinds;
 };

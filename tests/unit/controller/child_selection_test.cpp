@@ -53,8 +53,9 @@ json::Document object(std::string_view kind, std::string_view labels, std::strin
 bool cached(const kube::Selection& selection, const json::Document& obj) {
   auto server = unitrain::api::LabelSelector::parse(selection.label_selector);
   REQUIRE(server);
+  static const json::Value kNone;
   const json::Value* labels = json::find(obj.root(), "/metadata/labels");
-  return server->matches(labels ? *labels : json::Value()) && (!selection.keep || selection.keep(obj.root()));
+  return server->matches(labels ? *labels : kNone) && (!selection.keep || selection.keep(obj.root()));
 }
 
 constexpr const char* kPyTorchLabels = R"({"training.kubeflow.org/operator-name":"pytorchjob-controller"})";
@@ -117,6 +118,8 @@ TEST_CASE("child selection: a module without labels that owns other kinds reads 
   unlabelled.group = "example.com";
   unlabelled.kind = "PlainJob";
   unlabelled.child_label_selector.clear();
+  unlabelled.owned_resources.clear();  // PyTorchJob's HPAs
+  unlabelled.optional_owned_resources.clear();
   const std::vector<const fw::FrameworkDescriptor*> own_children{m["kubeflow.org/pytorchjob"], &unlabelled};
   auto pods = c::child_selection(own_children, c::ChildKind::Pod, c::kPods);
   REQUIRE(pods);
