@@ -69,8 +69,7 @@ struct FrameworkDescriptor {
   // Empty: the objects the module's jobs control are kept by their controller owner reference
   // (its group and kind, any version) instead; the API server cannot filter on that, so every
   // object of those kinds is then received and the ones nobody could own are dropped before
-  // they are cached. Pods are the exception for a module that also owns other kinds: the pods
-  // of its owned objects are controlled by those, so every pod is kept for it.
+  // they are cached.
   std::string child_label_selector;
   // Which of the core's child kinds the module's jobs create or read: pods (its own, and the
   // pods of its owned objects, Observed::owned["pods/<resource>"]) and Services. The shared pods
