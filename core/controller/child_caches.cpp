@@ -56,45 +56,65 @@ ChildReaction react(const ChildEvent& e, const framework::FrameworkDescriptor& d
   return r;
 }
 
+std::optional<kube::Selection> child_selection(const std::vector<const framework::FrameworkDescriptor*>& modules,
+                                               ChildKind kind, const kube::GroupVersionResource& resource) {
+  auto interested = [&](const framework::FrameworkDescriptor& d) {
+    auto names = [&](const std::vector<kube::GroupVersionResource>& list) {
+      return std::find(list.begin(), list.end(), resource) != list.end();
+    };
+    switch (kind) {
+      case ChildKind::Pod:
+      case ChildKind::PodGroup: return d.core_children.pods;  // a PodGroup gangs the core's pods
+      case ChildKind::Service: return d.core_children.services;
+      case ChildKind::Owned: return names(d.owned_resources) || names(d.optional_owned_resources);
+    }
+    return false;
+  };
+  std::vector<kube::PartySelector> parties;
+  for (const auto* m : modules) {
+    if (!interested(*m)) continue;
+    if (!child_labels(*m)) {
+      parties.push_back({});  // a selector the core cannot stamp selects nothing narrower than everything
+    } else if (!m->child_label_selector.empty()) {
+      parties.push_back({m->child_label_selector, {}});
+    } else if (kind == ChildKind::Pod && (!m->owned_resources.empty() || !m->optional_owned_resources.empty())) {
+      parties.push_back({});  // the pods of its owned objects are controlled by those, not by its jobs
+    } else {
+      parties.push_back({"", {{m->group, m->kind}}});
+    }
+  }
+  if (parties.empty()) return std::nullopt;
+  auto united = kube::unite_selectors(parties);
+  return united ? std::move(*united) : kube::Selection{};
+}
+
 // ---- SharedCaches ------------------------------------------------------------------------------
 
 SharedCaches::SharedCaches(kube::Client& client, kube::Clock& clock,
                            const std::vector<const framework::FrameworkDescriptor*>& modules,
                            std::vector<std::string> namespaces, const gang::Backend* gang)
     : client_(client), clock_(clock), namespaces_(std::move(namespaces)) {
-  // Every module's children: the union of the modules' selectors. A selector the core cannot
-  // stamp (child_labels fails) selects nothing narrower than everything.
-  auto selectors_of = [&](auto&& interested) {
-    std::vector<std::string> selectors;
-    for (const auto* m : modules)
-      if (interested(*m)) selectors.push_back(child_labels(*m) ? m->child_label_selector : std::string());
-    auto united = kube::unite_selectors(selectors);
-    return united ? std::move(*united) : kube::Selection{};
-  };
-  auto everyone = [](const framework::FrameworkDescriptor&) { return true; };
   for (const auto* m : modules) {
     const std::string key = job_key(m->resource());
     if (!jobs_.count(key)) jobs_[key] = &make(m->resource(), {}, kube::job_fields(), false);
   }
-  pods_ = &make(kPods, selectors_of(everyone), kube::pod_fields(), true);
-  services_ = &make(kServices, selectors_of(everyone), kube::service_fields(), true);
+  // An informer of the core's kinds only when some module creates or reads them.
+  if (auto selection = child_selection(modules, ChildKind::Pod, kPods))
+    pods_ = &make(kPods, std::move(*selection), kube::pod_fields(), true);
+  if (auto selection = child_selection(modules, ChildKind::Service, kServices))
+    services_ = &make(kServices, std::move(*selection), kube::service_fields(), true);
   for (const auto* m : modules) {
     for (const auto& resource : m->owned_resources) {
       if (resource == kPods || resource == kServices || owned_.count(resource.group_resource())) continue;
-      auto owns = [&](const framework::FrameworkDescriptor& d) {
-        return std::find(d.owned_resources.begin(), d.owned_resources.end(), resource) != d.owned_resources.end();
-      };
-      owned_[resource.group_resource()] = &make(resource, selectors_of(owns), kube::owned_fields(), true);
+      owned_[resource.group_resource()] =
+          &make(resource, child_selection(modules, ChildKind::Owned, resource).value_or(kube::Selection{}), kube::owned_fields(), true);
     }
   }
   for (const auto* m : modules) {
     for (const auto& resource : m->optional_owned_resources) {
       if (resource == kPods || resource == kServices || owned_.count(resource.group_resource())) continue;
-      auto owns = [&](const framework::FrameworkDescriptor& d) {
-        return std::find(d.optional_owned_resources.begin(), d.optional_owned_resources.end(), resource) !=
-               d.optional_owned_resources.end();
-      };
-      kube::Informer* informer = &make(resource, selectors_of(owns), kube::owned_fields(), true);
+      kube::Informer* informer =
+          &make(resource, child_selection(modules, ChildKind::Owned, resource).value_or(kube::Selection{}), kube::owned_fields(), true);
       owned_[resource.group_resource()] = informer;
       auto optional = std::make_unique<OptionalOwned>();
       optional->informer = informer;
@@ -103,11 +123,14 @@ SharedCaches::SharedCaches(kube::Client& client, kube::Clock& clock,
       optional_owned_.push_back(std::move(optional));
     }
   }
-  if (gang) pod_groups_ = &make(gang->resource(), selectors_of(everyone), kube::owned_fields(), true);
-  if (gang && namespaces_.empty()) priority_classes_ = &make(kPriorityClasses, {}, kube::priority_class_fields(), false);
+  if (gang) {
+    if (auto selection = child_selection(modules, ChildKind::PodGroup, gang->resource()))
+      pod_groups_ = &make(gang->resource(), std::move(*selection), kube::owned_fields(), true);
+  }
+  if (pod_groups_ && namespaces_.empty()) priority_classes_ = &make(kPriorityClasses, {}, kube::priority_class_fields(), false);
 
-  watch_children(*pods_, ChildKind::Pod);
-  watch_children(*services_, ChildKind::Service);
+  if (pods_) watch_children(*pods_, ChildKind::Pod);
+  if (services_) watch_children(*services_, ChildKind::Service);
   for (auto& [_, informer] : owned_) watch_children(*informer, ChildKind::Owned);
   if (pod_groups_) watch_children(*pod_groups_, ChildKind::PodGroup);
 }
@@ -208,7 +231,8 @@ std::unique_ptr<ChildCaches> SharedCaches::attach(const framework::FrameworkDesc
   auto labels = child_labels(descriptor);
   if (!labels) spdlog::error("{} (the module's objects are watched unfiltered)", labels.error().message);
   return std::make_unique<ChildCaches>(PassKey<SharedCaches>{}, *this, *jobs_.at(job_key(descriptor.resource())),
-                                       std::move(owned), labels ? std::move(*labels) : api::Labels{});
+                                       std::move(owned), labels ? std::move(*labels) : api::Labels{},
+                                       descriptor.core_children);
 }
 
 void SharedCaches::start() {
@@ -226,6 +250,13 @@ void SharedCaches::start() {
   }
   for (auto& informer : all_)
     if (awaited(informer.get())) informer->start();
+}
+
+const kube::Informer* SharedCaches::children_informer(const kube::GroupVersionResource& resource) const {
+  if (resource == kPods) return pods_;
+  if (resource == kServices) return services_;
+  auto it = owned_.find(resource.group_resource());
+  return it == owned_.end() ? nullptr : it->second;
 }
 
 bool SharedCaches::awaited(const kube::Informer* informer) const {
@@ -261,16 +292,18 @@ framework::Observed ChildCaches::observe(const std::string& ns, const std::strin
       o.keep_alive.push_back(std::move(obj));
     }
   };
-  collect(*caches_.pods_, o.pods);
-  collect(*caches_.services_, o.services);
+  const kube::Informer* pods = informer_for(kPods);
+  if (pods) collect(*pods, o.pods);
+  if (const kube::Informer* services = informer_for(kServices)) collect(*services, o.services);
   for (const auto& group_resource : owned_) {
     auto& list = o.owned[group_resource];
     collect(*caches_.owned_.at(group_resource), list);
     // Pods of owned objects (the MPI launcher Job's pods) are the framework's to see as well.
+    if (!pods) continue;
     for (const auto* owned_obj : std::vector<const json::Value*>(list)) {
       const std::string owned_uid(api::uid_of(*owned_obj));
       auto& grandchildren = o.owned["pods/" + group_resource];
-      for (auto& pod : caches_.pods_->cache().by_index(kube::kControllerUidIndex, owned_uid, kOnce)) {
+      for (auto& pod : pods->cache().by_index(kube::kControllerUidIndex, owned_uid, kOnce)) {
         grandchildren.push_back(&pod->root());
         o.keep_alive.push_back(std::move(pod));
       }
@@ -280,8 +313,8 @@ framework::Observed ChildCaches::observe(const std::string& ns, const std::strin
 }
 
 const kube::Informer* ChildCaches::informer_for(const kube::GroupVersionResource& resource) const {
-  if (resource == kPods) return caches_.pods_;
-  if (resource == kServices) return caches_.services_;
+  if (resource == kPods) return core_children_.pods ? caches_.pods_ : nullptr;
+  if (resource == kServices) return core_children_.services ? caches_.services_ : nullptr;
   const std::string group_resource = resource.group_resource();
   if (std::find(owned_.begin(), owned_.end(), group_resource) == owned_.end()) return nullptr;
   return caches_.owned_.at(group_resource);
@@ -299,7 +332,8 @@ int32_t ChildCaches::priority_class_value(std::string_view class_name) const {
 
 bool ChildCaches::wait_for_sync(std::chrono::steady_clock::time_point deadline) const {
   if (!jobs_->wait_for_sync(left_until(deadline))) return false;
-  for (const kube::Informer* informer : {caches_.pods_, caches_.services_, caches_.pod_groups_, caches_.priority_classes_})
+  for (const kube::Informer* informer : std::initializer_list<const kube::Informer*>{
+           informer_for(kPods), informer_for(kServices), caches_.pod_groups_, caches_.priority_classes_})
     if (informer && !informer->wait_for_sync(left_until(deadline))) return false;
   for (const auto& group_resource : owned_) {
     const kube::Informer* informer = caches_.owned_.at(group_resource);

@@ -3,8 +3,9 @@
 // One SharedCaches serves every controller of the process: one informer per resource and
 // namespace scope — each enabled framework's jobs, then pods, Services, every kind some module
 // owns, PodGroups and PriorityClasses (with gang scheduling). An informer of children lists and
-// watches only objects one of the modules could own (the union of their child label selectors)
-// and keeps only the fields the controllers read (core/kube/informer.h). Each change to a child
+// watches only objects one of the modules could own (child_selection: the union of their child
+// label selectors, or their jobs' owner references for a module without one) and keeps only the
+// fields the controllers read (core/kube/informer.h). Each change to a child
 // is dispatched once, by its controller owner reference, to the controller of that job kind
 // (through the owned object for a grandchild: the pods of an MPI launcher Job), which decides
 // whether it triggers a reconcile. A module declares what it watches in its descriptor; it never
@@ -81,6 +82,16 @@ class ChildEventSink {
 // "key=value[,key=value]" (only those can be stamped).
 Result<api::Labels> child_labels(const framework::FrameworkDescriptor& descriptor);
 
+// What the shared informer of `resource`, holding children of `kind`, lists, watches and keeps
+// for `modules`: the union, over the modules that create or read that kind (core_children for
+// pods, Services and PodGroups; owned_resources and optional_owned_resources for the others),
+// of each module's child_label_selector — or, for a module without one, of the objects its
+// jobs control (their controller reference names its group and kind); a module without one
+// that owns other kinds needs all pods, since the pods of its owned objects are controlled by
+// those. nullopt: no module reads the kind, so no informer is needed.
+std::optional<kube::Selection> child_selection(const std::vector<const framework::FrameworkDescriptor*>& modules,
+                                               ChildKind kind, const kube::GroupVersionResource& resource);
+
 // What a ChildEvent's `previous` holds of a child of `kind`: metadata.namespace,
 // resourceVersion and ownerReferences; a pod's status.phase, an owned object's status.
 std::shared_ptr<const json::FieldMask> previous_fields(ChildKind kind);
@@ -89,8 +100,8 @@ class ChildCaches;
 
 class SharedCaches {
  public:
-  // Watches for `modules` (all the process will run) in `namespaces` (empty: all). `gang` null:
-  // no PodGroups and no PriorityClasses.
+  // Watches for `modules` (all the process will run) in `namespaces` (empty: all). `gang` null,
+  // or no module reading pods: no PodGroups and no PriorityClasses.
   SharedCaches(kube::Client& client, kube::Clock& clock, const std::vector<const framework::FrameworkDescriptor*>& modules,
                std::vector<std::string> namespaces, const gang::Backend* gang);
   SharedCaches(const SharedCaches&) = delete;
@@ -107,6 +118,9 @@ class SharedCaches {
   void stop();
   bool wait_for_sync(std::chrono::steady_clock::time_point deadline) const;
   const std::vector<std::string>& namespaces() const { return namespaces_; }
+  // The informer of children of `resource` (pods, Services, an owned kind); null when there is
+  // none (no module reads the kind). What the process caches, for tests and tools.
+  const kube::Informer* children_informer(const kube::GroupVersionResource& resource) const;
 
  private:
   friend class ChildCaches;
@@ -153,9 +167,10 @@ class ChildCaches {
  public:
   // The job informer of this controller.
   kube::Informer& jobs() const { return *jobs_; }
-  // The children of the job `uid` in `ns`, and the pods of its owned objects.
+  // The children of the job `uid` in `ns`, and the pods of its owned objects: of the core's
+  // kinds, those the module names (FrameworkDescriptor::core_children).
   framework::Observed observe(const std::string& ns, const std::string& uid) const;
-  // The cache of pods, services or an owned kind; null for a kind nobody watches.
+  // The cache of pods, services or an owned kind; null for a kind this module does not read.
   const kube::Informer* informer_for(const kube::GroupVersionResource& resource) const;
   // The PodGroup "<ns>/<name>" as cached; null without gang scheduling or when there is none.
   kube::ObjectPtr pod_group(const std::string& ns, const std::string& name) const;
@@ -168,14 +183,15 @@ class ChildCaches {
 
   // Only SharedCaches::attach() can make the key; public so std::make_unique can call it.
   ChildCaches(PassKey<SharedCaches>, const SharedCaches& caches, kube::Informer& jobs, std::vector<std::string> owned,
-              api::Labels labels)
-      : caches_(caches), jobs_(&jobs), owned_(std::move(owned)), labels_(std::move(labels)) {}
+              api::Labels labels, framework::FrameworkDescriptor::CoreChildren core_children)
+      : caches_(caches), jobs_(&jobs), owned_(std::move(owned)), labels_(std::move(labels)), core_children_(core_children) {}
 
  private:
   const SharedCaches& caches_;
   kube::Informer* jobs_;
   std::vector<std::string> owned_;  // "resource.group" of the kinds this module owns
   api::Labels labels_;
+  framework::FrameworkDescriptor::CoreChildren core_children_;  // the core's kinds this module reads
 };
 
 }  // namespace unitrain::controller

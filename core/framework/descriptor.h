@@ -66,8 +66,23 @@ struct FrameworkDescriptor {
   // kinds ("training.kubeflow.org/operator-name=pytorchjob-controller"). The process-wide caches
   // list and watch only objects that match one enabled module's selector, and the core puts
   // these labels on every object it creates for a job, so plain "key=value[,key=value]" only.
-  // Empty: the module's kinds are watched unfiltered.
+  // Empty: the objects the module's jobs control are kept by their controller owner reference
+  // (its group and kind, any version) instead; the API server cannot filter on that, so every
+  // object of those kinds is then received and the ones nobody could own are dropped before
+  // they are cached.
   std::string child_label_selector;
+  // Which of the core's child kinds the module's jobs create or read: pods (its own, and the
+  // pods of its owned objects, Observed::owned["pods/<resource>"]) and Services. The shared pods
+  // and Services informers select for the modules that name them only, and a module observes
+  // only these, so one whose jobs have no pods (JobSet: its batch Jobs' pods are the Job
+  // controller's) does not widen what the pods informer lists. Only a WorkloadPlanner may leave
+  // out pods: the core's pod pipeline creates them. Default: both, what a module built before
+  // this field existed gets.
+  struct CoreChildren {
+    bool pods = true;
+    bool services = true;
+  };
+  CoreChildren core_children;
   kube::GroupVersionResource resource() const { return {group, version, plural}; }
   std::string api_version() const { return group + "/" + version; }
 };

@@ -158,6 +158,11 @@ Result<std::unique_ptr<FrameworkPlugin>> Registry::instantiate(std::string_view 
   auto plugin = (*r)->factory(config);
   if (!plugin) return fail(fmt::format("framework \"{}\" ({}): {}", (*r)->descriptor.name, (*r)->origin, plugin.error().message));
   if (!*plugin) return fail(fmt::format("framework \"{}\" ({}): its factory returned no plugin", (*r)->descriptor.name, (*r)->origin));
+  // The core's pod pipeline creates pods: a kind that runs it must let the caches watch them.
+  if (!(*r)->descriptor.core_children.pods && (*plugin)->capabilities().workloads == nullptr)
+    return fail(fmt::format("framework \"{}\" ({}): its descriptor's core_children leaves out pods, but only a "
+                            "WorkloadPlanner runs without the core's pods",
+                            (*r)->descriptor.name, (*r)->origin));
   return std::move(*plugin);
 }
 

@@ -158,6 +158,8 @@ class Registry {
   bool kind_shared(std::string_view name) const;
 
   // Builds the plugin for an enabled framework; every declared option gets its default unless set.
+  // Fails for a plugin whose descriptor leaves out pods (core_children) and that is no
+  // WorkloadPlanner: the core's pod pipeline would create pods no cache watches.
   Result<std::unique_ptr<FrameworkPlugin>> instantiate(std::string_view name, PluginConfig config) const;
 
  private:

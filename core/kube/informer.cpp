@@ -13,6 +13,7 @@
 #include <rapidjson/writer.h>
 
 #include "core/api/labels.h"
+#include "core/api/meta.h"
 
 namespace unitrain::kube {
 
@@ -110,20 +111,23 @@ std::shared_ptr<const json::FieldMask> resource_version_fields() {
 json::Document project_pod(const json::Value& full) { return json::Document::project(full, *pod_fields()); }
 json::Document project_service(const json::Value& full) { return json::Document::project(full, *service_fields()); }
 
-Result<Selection> unite_selectors(const std::vector<std::string>& selectors) {
-  std::vector<api::LabelSelector> parsed;
-  for (const auto& text : selectors) {
-    auto s = api::LabelSelector::parse(text);
+Result<Selection> unite_selectors(const std::vector<PartySelector>& parties) {
+  std::vector<api::LabelSelector> by_labels;
+  std::vector<OwnerKind> by_owner;
+  for (const auto& party : parties) {
+    auto s = api::LabelSelector::parse(party.labels);
     if (!s) return fail(s.error());
-    if (s->empty()) return Selection{};  // someone wants everything
-    parsed.push_back(std::move(*s));
+    if (s->empty() && party.owner_kinds.empty()) return Selection{};  // someone wants everything
+    if (!s->empty()) by_labels.push_back(std::move(*s));
+    by_owner.insert(by_owner.end(), party.owner_kinds.begin(), party.owner_kinds.end());
   }
-  if (parsed.empty()) return Selection{};
-  // One key, = or in, for every party: "key in (union of values)" says it to the server.
+  if (by_labels.empty() && by_owner.empty()) return Selection{};
+  // Labels alone, one key, = or in, for every party: "key in (union of values)" says it to the server.
   std::string key;
   std::set<std::string> values;
-  bool one_key = true;
-  for (const auto& s : parsed) {
+  bool one_key = by_owner.empty();
+  for (const auto& s : by_labels) {
+    if (!one_key) break;
     const auto& reqs = s.requirements();
     if (reqs.size() != 1 || (reqs[0].op != api::Requirement::Op::Equals && reqs[0].op != api::Requirement::Op::In) ||
         (!key.empty() && reqs[0].key != key)) {
@@ -140,11 +144,19 @@ Result<Selection> unite_selectors(const std::vector<std::string>& selectors) {
     r.values.assign(values.begin(), values.end());
     return Selection{api::to_string(r), {}};
   }
-  return Selection{"", [parsed = std::move(parsed)](const json::Value& obj) {
+  return Selection{"", [by_labels = std::move(by_labels), by_owner = std::move(by_owner)](const json::Value& obj) {
                      const json::Value* labels = json::find(obj, "/metadata/labels");
                      static const json::Value kNone;
                      const json::Value& l = labels ? *labels : kNone;
-                     return std::any_of(parsed.begin(), parsed.end(), [&](const auto& s) { return s.matches(l); });
+                     if (std::any_of(by_labels.begin(), by_labels.end(), [&](const auto& s) { return s.matches(l); })) return true;
+                     if (by_owner.empty()) return false;
+                     auto owner = api::controller_of(obj);
+                     if (!owner) return false;
+                     const std::string_view api_version = owner->api_version;
+                     const auto slash = api_version.find('/');
+                     const std::string_view group = slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+                     return std::any_of(by_owner.begin(), by_owner.end(),
+                                        [&](const OwnerKind& k) { return k.kind == owner->kind && k.group == group; });
                    }};
 }
 

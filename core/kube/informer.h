@@ -11,7 +11,7 @@
 //  - Only the fields the controllers read are cached (`fields`, a json::FieldMask; pod_fields()
 //    and service_fields() below): the client decodes just those, in one streaming pass, and the
 //    cache's memory per object is a headline figure. An informer several parties share selects
-//    what any of them selects (unite_selectors).
+//    what any of them selects, by labels or by owner (unite_selectors).
 //  - Handlers run on the informer's threads, one at a time, after the cache holds the change; a
 //    handler may read the cache but must not call stop().
 #pragma once
@@ -85,16 +85,35 @@ std::shared_ptr<const json::FieldMask> resource_version_fields();
 json::Document project_pod(const json::Value& full);
 json::Document project_service(const json::Value& full);
 
-// What an informer shared by several parties selects: the union of their label selectors. The
-// API server filters (`label_selector`) where the selector syntax can say it — every party
-// selects on the same single key, with "=" or "in": "k in (a,b)" — and `keep` checks each object
-// otherwise. A party with an empty selector selects everything (no selector, no check). Errors
-// name the selector that does not parse.
+// What one party of a shared informer selects: objects matching `labels`, and objects whose
+// controller owner reference names one of `owner_kinds` (API group and kind, any version) — how
+// a party whose objects carry no constant label (upstream JobSet's children) says what it
+// could own. Both empty: everything.
+struct OwnerKind {
+  std::string group;
+  std::string kind;
+};
+struct PartySelector {
+  PartySelector() = default;
+  PartySelector(std::string labels) : labels(std::move(labels)) {}  // NOLINT: a label selector is a party
+  PartySelector(std::string labels, std::vector<OwnerKind> owner_kinds)
+      : labels(std::move(labels)), owner_kinds(std::move(owner_kinds)) {}
+  std::string labels;
+  std::vector<OwnerKind> owner_kinds;
+};
+
+// What an informer shared by several parties selects: the union of what each selects. The API
+// server filters (`label_selector`) where the selector syntax can say it — every party selects
+// on labels alone, on the same single key, with "=" or "in": "k in (a,b)" — and `keep` checks
+// each object otherwise: a party that selects by owner makes the server send every object,
+// and those no party selects are dropped before they are cached. A party that selects
+// everything makes the union everything (no selector, no check). Errors name the label
+// selector that does not parse.
 struct Selection {
   std::string label_selector;
   std::function<bool(const json::Value& obj)> keep;  // empty: everything the server sends
 };
-Result<Selection> unite_selectors(const std::vector<std::string>& selectors);
+Result<Selection> unite_selectors(const std::vector<PartySelector>& parties);
 
 // What an Indexer write decodes of the version it replaces or removes: nothing (`decode` false),
 // the fields a mask keeps, or (null) the whole object.

@@ -63,6 +63,11 @@ framework::FrameworkDescriptor make_descriptor() {
   // spec.managedBy (not runPolicy's) is the plan's business: the core takes every JobSet.
   d.owns_unset_managed_by = true;
   d.owned_resources = {{"batch", "v1", "jobs"}};
+  // Its pods are its Jobs' (the Job controller's), read by no plan; its one child of the core's
+  // kinds is the headless Service. Upstream's children carry no constant label (and objects it
+  // created before a migration cannot be given one), so no child_label_selector: the caches
+  // keep what a JobSet controls.
+  d.core_children = {.pods = false, .services = true};
   return d;
 }
 

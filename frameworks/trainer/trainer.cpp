@@ -113,6 +113,8 @@ framework::FrameworkDescriptor make_descriptor() {
   d.optional_owned_resources = {kCoschedulingPodGroups, kVolcanoPodGroups};
   d.unserved_owned_warning = "PodGroup CRDs must be installed in advance";
   d.child_label_selector = fmt::format("{}={}", framework::job_labels::kOperatorName, d.controller_name);
+  // Its JobSet's Jobs run the pods and the JobSet makes the Service: none of the core's kinds.
+  d.core_children = {.pods = false, .services = false};
   return d;
 }
 

@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #define UNITRAIN_PLUGIN_ABI_MAJOR 1
-#define UNITRAIN_PLUGIN_ABI_MINOR 2
+#define UNITRAIN_PLUGIN_ABI_MINOR 3
 #define UNITRAIN_PLUGIN_ENTRY_SYMBOL "unitrain_plugin_entry"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -213,7 +213,8 @@ typedef struct unitrain_module_table {
      "version", "kind", "plural", "singular", "replicaSpecsField", "replicaTypes",
      "defaultContainer", "defaultPortName", "defaultPort", "controllerName", "replicaTypeLabel",
      "metricsFramework", "managedBy", "ownsUnsetManagedBy", "ownedResources", "childLabelSelector",
-     "optionalOwnedResources" (1.2), "unservedOwnedWarning" (1.2)}, "options":
+     "optionalOwnedResources" (1.2), "unservedOwnedWarning" (1.2), "coreChildren": {"pods": true,
+     "services": true} (1.3; absent, or a member absent: true)}, "options":
      [{"name", "default", "help"}], "crds": ["<CRD YAML>"], "permissions": [{"apiGroups",
      "resources", "verbs", "why"}], "webhooks": {"validate": ["CREATE", "UPDATE"], "mutate": ["CREATE"] (1.1), "denialsForbidden":
      false (1.2)}, "companions": [{"resource": {"group", "version", "resource"}, "kind",

@@ -164,6 +164,10 @@ Value descriptor_json(const FrameworkDescriptor& d, Allocator& a) {
   o.AddMember("optionalOwnedResources", resources_value(d.optional_owned_resources, a), a);
   o.AddMember("unservedOwnedWarning", text_value(d.unserved_owned_warning, a), a);
   o.AddMember("childLabelSelector", text_value(d.child_label_selector, a), a);
+  Value core_children(rapidjson::kObjectType);
+  core_children.AddMember("pods", d.core_children.pods, a);
+  core_children.AddMember("services", d.core_children.services, a);
+  o.AddMember("coreChildren", core_children, a);
   return o;
 }
 
@@ -198,6 +202,13 @@ Result<FrameworkDescriptor> descriptor_from(const Value& v) {
     UNITRAIN_WIRE_READ(d.optional_owned_resources, resources_from(*optional, r.path("optionalOwnedResources")));
   UNITRAIN_WIRE_READ(d.unserved_owned_warning, r.string("unservedOwnedWarning"));
   UNITRAIN_WIRE_READ(d.child_label_selector, r.string("childLabelSelector"));
+  // ABI 1.3; a module built for an earlier minor version says nothing: pods and Services.
+  if (const Value* core_children = r.find("coreChildren")) {
+    MemberReader c(*core_children, r.path("coreChildren"));
+    if (auto s = c.check_object(); !s) return fail(s.error());
+    UNITRAIN_WIRE_READ(d.core_children.pods, c.boolean("pods", true));
+    UNITRAIN_WIRE_READ(d.core_children.services, c.boolean("services", true));
+  }
   return d;
 }
 

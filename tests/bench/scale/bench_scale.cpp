@@ -9,6 +9,10 @@
 //
 //   bench_scale --source . [--operator build/bin/training-operator] [--localcluster build/bin/localcluster]
 //               [--jobs 250,1000,2500] [--qps 20,5000] [--repeat 3] [--pod-seconds 5] [--singles]
+//               [--foreign-pods N] [--foreign-services N]
+// --foreign-pods / --foreign-services create that many pods / Services of nobody's (no label, no
+// owner: what other workloads put in a cluster) before the operator starts; "RSS start" is then
+// what caching (or dropping) them costs, the KiB/pod slopes stay those of the jobs' pods.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -47,6 +51,7 @@ using Steady = std::chrono::steady_clock;
 namespace {
 
 const kube::GroupVersionResource kPods{"", "v1", "pods"};
+const kube::GroupVersionResource kServices{"", "v1", "services"};
 const kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
 const kube::GroupVersionResource kMpiJobsV2{"kubeflow.org", "v2beta1", "mpijobs"};
@@ -227,6 +232,8 @@ struct Options {
   int pod_seconds = 5;
   bool singles = false;
   bool keep = false;
+  int foreign_pods = 0;
+  int foreign_services = 0;
   // Runs the restarted operator under this command (e.g. "heaptrack -o /tmp/op" or
   // "perf record -g -o /tmp/op.perf --"), to see where the memory of a steady cache goes.
   std::string restart_wrapper;
@@ -436,7 +443,7 @@ struct RunResult {
   int jobs = 0;
   double qps = 0;
   double kib_per_pod_end = 0, kib_per_pod_restart = 0;
-  double rss_end_mb = 0, rss_restart_mb = 0;
+  double rss_start_mb = 0, rss_end_mb = 0, rss_restart_mb = 0;
   double operator_ms_per_job = 0, cluster_ms_per_job = 0;
   double operator_switches_per_job = 0;
   // Up to the moment the last job turned terminal: without the Events still queued then, which the
@@ -518,6 +525,33 @@ class Observer {
   std::optional<Steady::time_point> all_pods_, all_terminal_;
 };
 
+json::Document foreign_pod(int i) {
+  return *json::Document::parse(fmt::format(
+      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"foreign-{}","namespace":"default"}},)"
+      R"("spec":{{"containers":[{{"name":"web","image":"docker.io/library/nginx:1.27","ports":[{{"containerPort":80}}]}}]}}}})",
+      i));
+}
+
+json::Document foreign_service(int i) {
+  return *json::Document::parse(fmt::format(
+      R"({{"apiVersion":"v1","kind":"Service","metadata":{{"name":"foreign-{}","namespace":"default"}},)"
+      R"("spec":{{"selector":{{"app":"web-{}"}},"ports":[{{"port":80}}]}}}})",
+      i, i));
+}
+
+// Creates `n` objects made by `make` in "default", four at a time.
+void create_all(kube::Client& client, const kube::GroupVersionResource& resource, int n, json::Document (*make)(int)) {
+  std::vector<std::thread> creators;
+  std::atomic<int> next{0};
+  for (int t = 0; t < 4; ++t) {
+    creators.emplace_back([&] {
+      for (int i = next++; i < n; i = next++)
+        if (!client.create(resource, "default", make(i).root())) std::cerr << "create " << resource.resource << " " << i << " failed\n";
+    });
+  }
+  for (auto& t : creators) t.join();
+}
+
 RunResult run_batch(const Options& o, int n, double qps) {
   RunResult r;
   r.jobs = n;
@@ -527,12 +561,15 @@ RunResult run_batch(const Options& o, int n, double qps) {
     std::cerr << "cluster did not start\n";
     return r;
   }
+  create_all(rig.client(), kPods, o.foreign_pods, foreign_pod);
+  create_all(rig.client(), kServices, o.foreign_services, foreign_service);
   if (!rig.start_operator("operator", o.run_wrapper)) {
     std::cerr << "operator did not get ready\n";
     return r;
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const long rss0 = rss_kb(rig.operator_pid());
+  r.rss_start_mb = rss0 / 1024.0;
   const double op_cpu0 = cpu_ms(rig.operator_pid()), cl_cpu0 = cpu_ms(rig.cluster_pid());
   const long op_switches0 = context_switches(rig.operator_pid());
   const Writes w0 = rig.writes();
@@ -700,13 +737,18 @@ int main(int argc, char** argv) {
   app.add_option("--restart-wrapper", o.restart_wrapper,
                  "command the restarted operator runs under, e.g. 'heaptrack -o /tmp/op' (a profile of the steady caches)");
   app.add_option("--run-wrapper", o.run_wrapper, "the same for the operator that runs the batch");
+  app.add_option("--foreign-pods", o.foreign_pods, "pods of nobody's (no label, no owner) created before the operator starts")
+      ->capture_default_str();
+  app.add_option("--foreign-services", o.foreign_services, "Services of nobody's created before the operator starts")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.jobs = parse_ints(jobs);
   o.qps = parse_doubles(qps);
   signal(SIGPIPE, SIG_IGN);
 
-  fmt::print("bench_scale: operator {}, cluster {}, {} s pods, {} CPUs, load {}\n", o.operator_bin, o.cluster_bin,
-             o.pod_seconds, std::thread::hardware_concurrency(), read_text("/proc/loadavg").substr(0, 14));
+  fmt::print("bench_scale: operator {}, cluster {}, {} s pods, {} CPUs, load {}, foreign pods {}, Services {}\n",
+             o.operator_bin, o.cluster_bin, o.pod_seconds, std::thread::hardware_concurrency(),
+             read_text("/proc/loadavg").substr(0, 14), o.foreign_pods, o.foreign_services);
   if (o.singles) run_singles(o);
 
   std::map<std::pair<double, int>, std::vector<RunResult>> results;
@@ -716,12 +758,12 @@ int main(int argc, char** argv) {
         const auto started = Steady::now();
         RunResult r = run_batch(o, n, q);
         fmt::print(
-            "run qps={} jobs={} #{}: ok={} KiB/pod end={:.2f} restart={:.2f} RSS end={:.1f} MB restart={:.1f} MB "
+            "run qps={} jobs={} #{}: ok={} KiB/pod end={:.2f} restart={:.2f} RSS start={:.1f} MB end={:.1f} MB restart={:.1f} MB "
             "operator={:.2f} ms/job ({:.2f} to terminal) cluster={:.2f} ms/job operator context switches={:.1f}/job "
             "writes={:.2f}/job events={:.2f}/job pods created {:.1f} s "
             "all terminal {:.1f} s delay p50={:.2f} s p99={:.2f} s max={:.2f} s restart writes={} restart CPU={:.0f} ms "
             "reconciles={:.1f}/job ({:.0f} s wall)\n  writes: {}\n",
-            q, n, i + 1, r.ok, r.kib_per_pod_end, r.kib_per_pod_restart, r.rss_end_mb, r.rss_restart_mb,
+            q, n, i + 1, r.ok, r.kib_per_pod_end, r.kib_per_pod_restart, r.rss_start_mb, r.rss_end_mb, r.rss_restart_mb,
             r.operator_ms_per_job, r.operator_ms_per_job_to_terminal, r.cluster_ms_per_job, r.operator_switches_per_job,
             r.writes_per_job, r.events_per_job, r.pods_created_s,
             r.all_succeeded_s, r.delay_p50_s, r.delay_p99_s, r.delay_max_s, r.restart_writes, r.restart_operator_ms,

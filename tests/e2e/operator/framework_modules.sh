@@ -19,7 +19,7 @@ check_refused() {  # what-the-message-must-contain... -- operator args...
   done
   echo "ok: $* -> $out"
 }
-check_refused "$other_major" "built for plugin ABI 2.0" "speaks plugin ABI 1.2" -- --framework-module "$other_major"
+check_refused "$other_major" "built for plugin ABI 2.0" "speaks plugin ABI 1.3" -- --framework-module "$other_major"
 # Every built-in module's shared build collides with the built-in one of its kind.
 for module in "$modules"/*.so; do
   check_refused "$module" "already" -- --framework-module="$module"

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/framework/abi/wire.h"
 #include "core/framework/registry.h"
 
 namespace fw = unitrain::framework;
@@ -188,4 +189,78 @@ TEST_CASE("a kind several registered modules serve pins the owner of jobs withou
   CHECK(r.kind_shared("kubeflow.org/mpijob@v2beta1"));
   CHECK_FALSE(r.kind_shared("kubeflow.org/pytorchjob"));
   CHECK_FALSE(r.kind_shared("kubeflow.org/nosuchjob"));
+}
+
+namespace {
+
+class PlannerPlugin final : public fw::FrameworkPlugin, public fw::WorkloadPlanner {
+ public:
+  explicit PlannerPlugin(fw::FrameworkDescriptor d) : d_(std::move(d)) {}
+  const fw::FrameworkDescriptor& descriptor() const override { return d_; }
+  fw::Capabilities capabilities() const override { return {.workloads = this}; }
+  void set_defaults(unitrain::json::Document&) const override {}
+  fw::Validation validate(const unitrain::json::Value*, const unitrain::json::Value&) const override { return {}; }
+  std::vector<fw::PodSlot> pod_slots(const unitrain::json::Value&) const override { return {}; }
+  unitrain::Status decorate_pod(const unitrain::json::Value&, const fw::PodSlot&, unitrain::json::Document&) const override { return {}; }
+  unitrain::Result<std::vector<fw::DesiredObject>> desired_objects(const unitrain::json::Value&, const fw::Observed&) const override {
+    return std::vector<fw::DesiredObject>{};
+  }
+  fw::StatusProposal compute_status(const unitrain::json::Value&, const fw::Observed&) const override { return {}; }
+  fw::WorkloadPlan plan(const unitrain::json::Value&, const fw::Observed&, std::string_view) const override { return {}; }
+
+ private:
+  fw::FrameworkDescriptor d_;
+};
+
+}  // namespace
+
+TEST_CASE("a module whose descriptor leaves out pods is instantiated only when it plans workloads") {
+  fw::Registry r;
+  auto podless = descriptor("kubeflow.org/pytorchjob", "PyTorchJob", "v1");
+  podless.core_children.pods = false;
+  REQUIRE(r.add(reg(podless)));
+  auto pipeline = r.instantiate("kubeflow.org/pytorchjob", {});
+  REQUIRE(!pipeline);
+  CHECK(pipeline.error().message ==
+        "framework \"kubeflow.org/pytorchjob\" (built in): its descriptor's core_children leaves out pods, but only a "
+        "WorkloadPlanner runs without the core's pods");
+  auto planner = descriptor("kubeflow.org/planjob", "PlanJob", "v1");
+  planner.core_children.pods = false;
+  REQUIRE(r.add(reg(planner, [planner](const fw::PluginConfig&) -> unitrain::Result<std::unique_ptr<fw::FrameworkPlugin>> {
+    return std::unique_ptr<fw::FrameworkPlugin>(std::make_unique<PlannerPlugin>(planner));
+  })));
+  CHECK(r.instantiate("kubeflow.org/planjob", {}));
+}
+
+TEST_CASE("plugin ABI: the descriptor's core children cross the wire, and a module that predates them has pods and Services") {
+  auto d = descriptor("kubeflow.org/planjob", "PlanJob", "v1");
+  d.core_children = {.pods = false, .services = true};
+  auto doc = fw::wire::registration_json(reg(d));
+  auto back = fw::wire::registration_from(doc.root());
+  REQUIRE(back);
+  CHECK(!back->descriptor.core_children.pods);
+  CHECK(back->descriptor.core_children.services);
+
+  // An ABI 1.2 module's descriptor has no coreChildren, or (from a later one) a member missing.
+  auto& described = doc.root()["descriptor"];
+  described.RemoveMember("coreChildren");
+  auto old = fw::wire::registration_from(doc.root());
+  REQUIRE(old);
+  CHECK(old->descriptor.core_children.pods);
+  CHECK(old->descriptor.core_children.services);
+  described.AddMember("coreChildren", unitrain::json::Value(rapidjson::kObjectType), doc.alloc());
+  described["coreChildren"].AddMember("services", false, doc.alloc());
+  auto partial = fw::wire::registration_from(doc.root());
+  REQUIRE(partial);
+  CHECK(partial->descriptor.core_children.pods);
+  CHECK(!partial->descriptor.core_children.services);
+
+  described["coreChildren"]["services"].SetString("no");
+  auto bad = fw::wire::registration_from(doc.root());
+  REQUIRE(!bad);
+  CHECK(bad.error().message == "descriptor.coreChildren.services: must be true or false");
+  described["coreChildren"].SetArray();
+  bad = fw::wire::registration_from(doc.root());
+  REQUIRE(!bad);
+  CHECK(bad.error().message == "descriptor.coreChildren: must be an object");
 }

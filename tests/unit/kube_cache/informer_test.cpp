@@ -662,21 +662,21 @@ TEST_CASE("projection: a projected pod's pool holds no more than a parsed copy o
 }
 
 TEST_CASE("unite_selectors: one key says it to the server, anything else is checked on each object", "[informer]") {
-  auto one = unite_selectors({"app=a"});
+  auto one = unite_selectors({{"app=a"}});
   REQUIRE(one);
   CHECK(one->label_selector == "app=a");
   CHECK(!one->keep);
-  auto same_key = unite_selectors({"op=b", "op=a", "op in (c,a)"});
+  auto same_key = unite_selectors({{"op=b"}, {"op=a"}, {"op in (c,a)"}});
   REQUIRE(same_key);
   CHECK(same_key->label_selector == "op in (a,b,c)");
   CHECK(!same_key->keep);
-  auto everything = unite_selectors({"op=a", ""});
+  auto everything = unite_selectors({{"op=a"}, {""}});
   REQUIRE(everything);
   CHECK(everything->label_selector.empty());
   CHECK(!everything->keep);
   CHECK(unite_selectors({})->label_selector.empty());
 
-  auto mixed = unite_selectors({"op=a", "team=x,tier=y"});
+  auto mixed = unite_selectors({{"op=a"}, {"team=x,tier=y"}});
   REQUIRE(mixed);
   CHECK(mixed->label_selector.empty());
   REQUIRE(mixed->keep);
@@ -686,9 +686,42 @@ TEST_CASE("unite_selectors: one key says it to the server, anything else is chec
   CHECK(!mixed->keep(obj(R"({"team":"x"})").root()));
   CHECK(!mixed->keep(obj("{}").root()));
 
-  auto bad = unite_selectors({"op in (a"});
+  auto bad = unite_selectors({{"op in (a"}});
   REQUIRE(!bad);
   CHECK_THAT(bad.error().message, Catch::Contains("op in (a"));
+}
+
+TEST_CASE("unite_selectors: a party selecting by owner keeps what a kind of its group controls, united with labels", "[informer]") {
+  auto owned = [](std::string_view labels, std::string_view owner_api_version, std::string_view owner_kind, bool controller) {
+    return json::Document::parse(fmt::format(
+               R"({{"metadata":{{"name":"o","namespace":"ns","labels":{},"ownerReferences":[{{"apiVersion":"{}","kind":"{}",)"
+               R"("name":"x","uid":"u","controller":{}}}]}}}})",
+               labels, owner_api_version, owner_kind, controller ? "true" : "false"))
+        .value();
+  };
+  auto united = unite_selectors({{"op=a"}, {"", {{"jobset.x-k8s.io", "JobSet"}}}});
+  REQUIRE(united);
+  // Not one label selector: the server sends everything, each object is checked.
+  CHECK(united->label_selector.empty());
+  REQUIRE(united->keep);
+  CHECK(united->keep(owned("{}", "jobset.x-k8s.io/v1alpha2", "JobSet", true).root()));
+  CHECK(united->keep(owned("{}", "jobset.x-k8s.io/v1", "JobSet", true).root()));  // any version
+  CHECK(united->keep(owned(R"({"op":"a"})", "kubeflow.org/v1", "PyTorchJob", true).root()));
+  CHECK(!united->keep(owned("{}", "kubeflow.org/v1", "PyTorchJob", true).root()));
+  CHECK(!united->keep(owned("{}", "example.com/v1", "JobSet", true).root()));           // another group's JobSet
+  CHECK(!united->keep(owned("{}", "jobset.x-k8s.io/v1alpha2", "JobSet", false).root()));  // not its controller
+  CHECK(!united->keep(simple_object("ns", "foreign", "{}").root()));
+  // Owners alone: the same check, and a core-group owner ("v1") names the empty group.
+  auto core_owner = unite_selectors({{"", {{"", "Node"}}}});
+  REQUIRE(core_owner);
+  REQUIRE(core_owner->keep);
+  CHECK(core_owner->keep(owned("{}", "v1", "Node", true).root()));
+  CHECK(!core_owner->keep(owned("{}", "example.com/v1", "Node", true).root()));
+  // A party that wants everything still makes the union everything.
+  auto everything = unite_selectors({{"", {{"jobset.x-k8s.io", "JobSet"}}}, {""}});
+  REQUIRE(everything);
+  CHECK(!everything->keep);
+  CHECK(everything->label_selector.empty());
 }
 
 TEST_CASE("informer: `fields` reach the client, `keep` filters, and an object that stops matching leaves", "[informer]") {
