@@ -16,7 +16,7 @@
 // informer (each re-lists after its own back-off when the API server restarts): the garbage
 // collector's deletes of a deleted job's pods can reach the controller while its cache still
 // holds the job. A job so marked is confirmed on the server before a pass creates children for
-// it (ReconcilePass::confirm_job_live).
+// it (confirm_job_live, reconcile_pass.h).
 #pragma once
 
 #include <chrono>

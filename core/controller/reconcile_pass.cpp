@@ -59,14 +59,14 @@ kube::ApiResult<std::optional<std::string>> stale_on_server(kube::Client& client
   return std::optional<std::string>();
 }
 
-kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, const json::Value& cached,
-                                                             bool recreating, PassLog& log) {
-  const std::string ns(api::namespace_of(cached)), name(api::name_of(cached));
+kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, std::string_view ns,
+                                                             std::string_view name, std::string_view uid, bool recreating,
+                                                             PassLog& log) {
   const std::string job_key = Expectations::job_key(ns, name);
   if (!recreating && !deps.expectations.vanished(job_key)) return std::optional<std::string>();
-  auto stale = stale_on_server(deps.client, deps.plugin.descriptor().resource(), ns, name, api::uid_of(cached));
+  auto stale = stale_on_server(deps.client, deps.plugin.descriptor().resource(), ns, name, uid);
   if (!stale) return fail(stale.error());
-  if (deps.job_confirmed) deps.job_confirmed(ns + "/" + name, *stale);
+  if (deps.job_confirmed) deps.job_confirmed(fmt::format("{}/{}", ns, name), *stale);
   if (*stale) {
     log.note("created no children", **stale);
     return stale;
@@ -134,8 +134,9 @@ ReconcileResult ReconcilePass::run() {
     writes_.child_event(framework::ChildEvent::AbnormalPod, {"Pod", trouble.pod, {}, trouble.message, trouble.reason});
 
   const SlotPlan plan = plan_slot_pods();
-  // Before any write: a pass over a job that is gone on the server ends here.
-  auto stale = confirm_job_live(deps_, cached(), !plan.missing.empty() && pods_existed(draft_.persisted()), log_);
+  // Before any write to the job or its children: a pass over a job that is gone on the server
+  // ends here.
+  auto stale = confirm_job_live(deps_, ns_, name_, uid_, !plan.missing.empty() && pods_existed(draft_.persisted()), log_);
   if (!stale) return failed_with(stale.error());
   if (*stale) return {};
   auto restarts = record_restarts(plan);

@@ -75,8 +75,9 @@ kube::ApiResult<std::optional<std::string>> stale_on_server(kube::Client& client
 // job's children can arrive while the jobs cache still holds the job; creating them again would
 // schedule pods for a job that is gone. Nothing is read on the path of a new job's first creates.
 // nullopt: create; else why not (the pass ends there, writing nothing).
-kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, const json::Value& cached,
-                                                             bool recreating, PassLog& log);
+kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, std::string_view ns,
+                                                             std::string_view name, std::string_view uid, bool recreating,
+                                                             PassLog& log);
 
 class ReconcilePass {
  public:

@@ -65,7 +65,7 @@ ReconcileResult WorkloadPass::run() {
   // Before any write: children of the job vanished (its own restarts delete them too), so the
   // job may be gone on the server with the cache behind.
   if (!plan.creations.empty()) {
-    auto stale = confirm_job_live(deps_, cached(), false, log_);
+    auto stale = confirm_job_live(deps_, ns_, name_, uid_, false, log_);
     if (!stale) return failed_with(stale.error());
     if (*stale) return {};
   }
