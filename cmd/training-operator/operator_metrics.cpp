@@ -93,6 +93,12 @@ OperatorMetrics::OperatorMetrics(OperatorMetricsOptions options) : options_(std:
                                    "Event writes to the API server, by controller and operation: create (a new Event), "
                                    "patch (count and lastTimestamp of an existing one)",
                                    {"controller", "operation"}));
+  job_confirmations_ = must(r.counter("unitrain_job_confirmations_total",
+                                      "Reads of a job from the API server before creating children of it again (some "
+                                      "vanished without a delete of the controller, or pods its status counted are "
+                                      "missing), by controller and result: live, or stale (the cached job is gone, "
+                                      "being deleted or replaced on the server: nothing was created)",
+                                      {"controller", "result"}));
   certificate_expiry_ = must(r.gauge("unitrain_webhook_certificate_expiration_timestamp_seconds",
                                      "When the certificate the webhook server serves expires, in seconds since the Unix "
                                      "epoch"));
@@ -181,6 +187,8 @@ void OperatorMetrics::collect() {
     reconcile_total_->set({name, "requeue_after"}, static_cast<double>(stats.requeue_after));
     reconcile_errors_->set({name}, static_cast<double>(stats.errors));
     reconcile_time_->load({name}, from_kube(stats.duration));
+    job_confirmations_->set({name, "live"}, static_cast<double>(stats.job_confirmations - stats.stale_jobs));
+    job_confirmations_->set({name, "stale"}, static_cast<double>(stats.stale_jobs));
     max_reconciles_->set({name}, c->max_concurrent_reconciles());
     active_workers_->set({name}, c->active_workers());
     auto q = c->queue_metrics();

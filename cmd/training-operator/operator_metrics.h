@@ -71,7 +71,7 @@ class OperatorMetrics {
   metrics::Family *rest_requests_{}, *rest_duration_{}, *leader_status_{};
   metrics::Family *webhook_total_{}, *webhook_in_flight_{}, *webhook_latency_{}, *certificate_expiry_{};
   metrics::Family *jobs_created_{}, *jobs_deleted_{}, *jobs_successful_{}, *jobs_failed_{}, *jobs_restarted_{};
-  metrics::Family *events_dropped_{}, *events_written_{};
+  metrics::Family *events_dropped_{}, *events_written_{}, *job_confirmations_{};
   metrics::Family *mpi_created_{}, *mpi_successful_{}, *mpi_failed_{}, *mpi_job_info_{}, *mpi_is_leader_{};
 };
 

@@ -25,17 +25,34 @@ void Expectations::raise(std::string_view key, int64_t adds, int64_t deletes) {
   it->second.recorded = clock_.steady_now();
 }
 
-void Expectations::lower(std::string_view key, int64_t adds, int64_t deletes) {
+bool Expectations::lower(std::string_view key, int64_t adds, int64_t deletes) {
   std::lock_guard lock(mu_);
   auto it = records_.find(key);
   // Observations of objects we never expected (someone else's writes, a restart) change nothing.
-  if (it == records_.end()) return;
+  if (it == records_.end()) return false;
+  const bool expected = (adds > 0 && it->second.adds > 0) || (deletes > 0 && it->second.deletes > 0);
   it->second.adds -= adds;
   it->second.deletes -= deletes;
   // Fulfilled: the record goes, so the map holds only jobs with writes in flight (not every job
   // ever reconciled), and an observation beyond what was expected cannot leave a debt that would
   // satisfy a later expectation before its object is seen.
   if (it->second.adds <= 0 && it->second.deletes <= 0) records_.erase(it);
+  return expected;
+}
+
+void Expectations::children_vanished(std::string_view job_key) {
+  std::lock_guard lock(mu_);
+  if (vanished_.find(job_key) == vanished_.end()) vanished_.emplace(job_key);
+}
+
+bool Expectations::vanished(std::string_view job_key) const {
+  std::lock_guard lock(mu_);
+  return vanished_.find(job_key) != vanished_.end();
+}
+
+void Expectations::clear_vanished(std::string_view job_key) {
+  std::lock_guard lock(mu_);
+  if (auto it = vanished_.find(job_key); it != vanished_.end()) vanished_.erase(it);
 }
 
 bool Expectations::satisfied(std::string_view key) const {
@@ -84,6 +101,7 @@ void Expectations::forget(std::string_view key) {
   std::lock_guard lock(mu_);
   if (auto it = records_.find(key); it != records_.end()) records_.erase(it);
   if (auto it = versions_.find(key); it != versions_.end()) versions_.erase(it);
+  if (auto it = vanished_.find(key); it != vanished_.end()) vanished_.erase(it);
 }
 
 void Expectations::forget_prefix(std::string_view prefix) {
@@ -92,11 +110,13 @@ void Expectations::forget_prefix(std::string_view prefix) {
   while (it != records_.end() && std::string_view(it->first).starts_with(prefix)) it = records_.erase(it);
   auto vit = versions_.lower_bound(prefix);
   while (vit != versions_.end() && std::string_view(vit->first).starts_with(prefix)) vit = versions_.erase(vit);
+  auto mit = vanished_.lower_bound(prefix);
+  while (mit != vanished_.end() && std::string_view(*mit).starts_with(prefix)) mit = vanished_.erase(mit);
 }
 
 size_t Expectations::size() const {
   std::lock_guard lock(mu_);
-  return records_.size() + versions_.size();
+  return records_.size() + versions_.size() + vanished_.size();
 }
 
 Expectations::Pending Expectations::pending(std::string_view key) const {

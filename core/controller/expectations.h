@@ -10,6 +10,13 @@
 // over a cached job older than that would act on a state we already replaced (a restart count
 // not yet raised, a job not yet failed) while the pod cache may already show the consequences of
 // our write, and so create pods again.
+//
+// The opposite gap needs a marker too: a child of a job deleted while no deletion of ours was
+// outstanding (a user, the garbage collector). The children's informer may be ahead of the jobs
+// informer (each re-lists after its own back-off when the API server restarts): the garbage
+// collector's deletes of a deleted job's pods can reach the controller while its cache still
+// holds the job. A job so marked is confirmed on the server before a pass creates children for
+// it (confirm_job_live, reconcile_pass.h).
 #pragma once
 
 #include <chrono>
@@ -17,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -35,14 +43,22 @@ class Expectations {
   void expect_creations(std::string_view key, int64_t n) { raise(key, n, 0); }
   void expect_deletions(std::string_view key, int64_t n) { raise(key, 0, n); }
   // An informer saw one of our creations / deletions (or a create call failed, so none will come).
-  void creation_observed(std::string_view key) { lower(key, 1, 0); }
-  void deletion_observed(std::string_view key) { lower(key, 0, 1); }
+  // True when one was outstanding under `key`: the object was ours to create / delete.
+  bool creation_observed(std::string_view key) { return lower(key, 1, 0); }
+  bool deletion_observed(std::string_view key) { return lower(key, 0, 1); }
+
+  // A child of the job (`job_key`) went away with no deletion of ours outstanding.
+  void children_vanished(std::string_view job_key);
+  bool vanished(std::string_view job_key) const;
+  // The job was confirmed live on the server since (or it finished: no pass creates children).
+  void clear_vanished(std::string_view job_key);
 
   // True when nothing is outstanding under `key`, nothing was ever recorded, or the record is
   // older than kTimeout.
   bool satisfied(std::string_view key) const;
   void forget(std::string_view key);
-  // Removes every key that starts with `prefix` (all keys of a deleted job: "<ns>/<job>/").
+  // Removes every key that starts with `prefix` (all keys of a deleted job: "<ns>/<job>/"),
+  // vanished markers included.
   void forget_prefix(std::string_view prefix);
 
   // Our own write to the job returned `resource_version`.
@@ -56,8 +72,8 @@ class Expectations {
     int64_t deletes = 0;
   };
   Pending pending(std::string_view key) const;
-  // Records held: expectations not yet fulfilled, and job versions not yet seen. A fulfilled
-  // expectation and a seen version are dropped at once.
+  // Records held: expectations not yet fulfilled, job versions not yet seen, and jobs whose
+  // children vanished. A fulfilled expectation and a seen version are dropped at once.
   size_t size() const;
 
   static std::string pods_key(std::string_view ns, std::string_view job, std::string_view replica_type_lower);
@@ -75,12 +91,13 @@ class Expectations {
     kube::Clock::SteadyTime recorded;
   };
   void raise(std::string_view key, int64_t adds, int64_t deletes);
-  void lower(std::string_view key, int64_t adds, int64_t deletes);
+  bool lower(std::string_view key, int64_t adds, int64_t deletes);
 
   const kube::Clock& clock_;
   mutable std::mutex mu_;
   std::map<std::string, Record, std::less<>> records_;
   std::map<std::string, Version, std::less<>> versions_;
+  std::set<std::string, std::less<>> vanished_;  // job keys
 };
 
 }  // namespace unitrain::controller

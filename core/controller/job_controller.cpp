@@ -68,7 +68,8 @@ JobController::~JobController() { stop(); }
 void JobController::child_event(const ChildEvent& e) {
   const bool is_update = e.change == ChildEvent::Change::Updated;
   const ChildReaction r = react(e, descriptor(), behaviour_.reconciles_on_any_child, is_update && job_cached(e));
-  if (r.observed) observe_child(e);
+  const bool ours = r.observed && observe_child(e);
+  if (e.change == ChildEvent::Change::Deleted && !ours) note_vanished(e);
   if (!r.reconcile) return;
   const std::string key = std::string(api::namespace_of(e.object)) + "/" + e.job.name;
   if (r.status_first) queue_.add_first(key);
@@ -79,15 +80,23 @@ bool JobController::job_cached(const ChildEvent& e) const {
   return children_->jobs().cache().holds(std::string(api::namespace_of(e.object)) + "/" + e.job.name, e.job.uid);
 }
 
-void JobController::observe_child(const ChildEvent& e) {
+bool JobController::observe_child(const ChildEvent& e) {
   // Pods and replica Services carry expectations, keyed by the replica type they serve.
   auto type = json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(descriptor().replica_type_label));
-  if (!type) return;
+  if (!type) return false;
   const std::string ns(api::namespace_of(e.object));
   const std::string key = e.kind == ChildKind::Pod ? Expectations::pods_key(ns, e.job.name, *type)
                                                    : Expectations::services_key(ns, e.job.name, *type);
-  if (e.change == ChildEvent::Change::Added) expectations_.creation_observed(key);
-  else expectations_.deletion_observed(key);
+  if (e.change == ChildEvent::Change::Added) return expectations_.creation_observed(key);
+  return expectations_.deletion_observed(key);
+}
+
+void JobController::note_vanished(const ChildEvent& e) {
+  // A grandchild goes with its parent (a finished MPI launcher Job's pod), and the PodGroup only
+  // at the end of a job: neither is a child the next pass would create again. A job not cached
+  // under that uid gets no pass to guard.
+  if (e.grandchild || e.kind == ChildKind::PodGroup || !job_cached(e)) return;
+  expectations_.children_vanished(Expectations::job_key(api::namespace_of(e.object), e.job.name));
 }
 
 void JobController::count(const std::string& ns, uint64_t JobCounters::*counter) {
@@ -135,6 +144,19 @@ std::vector<kube::ObjectPtr> JobController::managed_jobs() const {
   return out;
 }
 
+void JobController::job_confirmed(const std::string& key, const std::optional<std::string>& stale) {
+  {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.job_confirmations;
+    if (stale) ++stats_.stale_jobs;
+  }
+  if (stale)
+    log_.log(log::Level::info,
+             fmt::format("{} {}: created none of its children again: {} (the cache still shows it)", descriptor().kind,
+                         key, *stale),
+             {{log::key::kJob, key}});
+}
+
 void JobController::log_reconcile_error(const std::string& key, const kube::ApiError& error) {
   const log::Fields job{{log::key::kJob, key}};
   if (log::enabled(log::Level::debug))
@@ -173,6 +195,9 @@ ReconcileResult JobController::reconcile(const std::string& key) {
         .pin_owner = options_.pin_owner,
         .write_pool = write_pool_.get(),
         .count = [this](const std::string& ns, uint64_t JobCounters::*counter) { count(ns, counter); },
+        .job_confirmed = [this](const std::string& job, const std::optional<std::string>& stale) {
+          job_confirmed(job, stale);
+        },
     };
     if (const auto* planner = plugin_->capabilities().workloads)
       result = WorkloadPass(dependencies, *planner, std::move(cached), clock_.now(), pass_log).run();

@@ -118,6 +118,9 @@ class JobController final : public ChildEventSink {
   struct ReconcileStats {
     uint64_t total = 0, errors = 0, requeue_after = 0;
     kube::Histogram duration;
+    // Reads of a job from the server before creating its children again (confirm_job_live),
+    // and how many of them found the cached job gone, being deleted or replaced.
+    uint64_t job_confirmations = 0, stale_jobs = 0;
   };
   ReconcileStats reconcile_stats() const;
 
@@ -126,12 +129,18 @@ class JobController final : public ChildEventSink {
   JobController(kube::Client& client, kube::Clock& clock, EventSink& events,
                 std::unique_ptr<framework::FrameworkPlugin> plugin, JobControllerOptions options, SharedCaches* caches);
   void init(SharedCaches& caches);
-  // A pod or replica Service the job created or deleted was seen: lowers its expectation.
-  void observe_child(const ChildEvent& event);
+  // A pod or replica Service the job created or deleted was seen: lowers its expectation. True
+  // when the change was one of ours (an expectation was outstanding).
+  bool observe_child(const ChildEvent& event);
+  // A child of the job was deleted, not by this controller: the job's next pass confirms it on
+  // the server before creating children (Expectations::children_vanished).
+  void note_vanished(const ChildEvent& event);
   // The job the event names is cached under that name and uid.
   bool job_cached(const ChildEvent& event) const;
   void worker_loop();
   void count(const std::string& ns, uint64_t JobCounters::*counter);
+  // A pass read `key` from the server before creating children again; `stale`: why it created none.
+  void job_confirmed(const std::string& key, const std::optional<std::string>& stale);
   // The reconcile error of `key`, once per cause and interval (the API faults behind most are
   // logged by the client's FaultLog with their cause already).
   void log_reconcile_error(const std::string& key, const kube::ApiError& error);

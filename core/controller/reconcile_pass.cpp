@@ -37,7 +37,44 @@ void fold_active_into_succeeded(api::JobStatus& status) {
   }
 }
 
+// Some pods of the job existed, by the status the server has: the job's replica counts.
+bool pods_existed(const api::JobStatus& status) {
+  for (const auto& [_, replica] : status.replica_statuses)
+    if (replica.active + replica.succeeded + replica.failed > 0) return true;
+  return false;
+}
+
 }  // namespace
+
+kube::ApiResult<std::optional<std::string>> stale_on_server(kube::Client& client, const kube::GroupVersionResource& resource,
+                                                            std::string_view ns, std::string_view name, std::string_view uid) {
+  auto live = client.get(resource, ns, name);
+  if (!live) {
+    if (live.error().is(ApiError::Reason::NotFound)) return std::optional<std::string>("the job is gone on the server");
+    return fail(live.error());
+  }
+  if (const auto live_uid = api::uid_of(live->root()); live_uid != uid)
+    return std::optional<std::string>(fmt::format("a new job of that name (uid {}) replaced it on the server", live_uid));
+  if (terminating(live->root())) return std::optional<std::string>("the job is being deleted on the server");
+  return std::optional<std::string>();
+}
+
+kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, std::string_view ns,
+                                                             std::string_view name, std::string_view uid, bool recreating,
+                                                             PassLog& log) {
+  const std::string job_key = Expectations::job_key(ns, name);
+  if (!recreating && !deps.expectations.vanished(job_key)) return std::optional<std::string>();
+  auto stale = stale_on_server(deps.client, deps.plugin.descriptor().resource(), ns, name, uid);
+  if (!stale) return fail(stale.error());
+  if (deps.job_confirmed) deps.job_confirmed(fmt::format("{}/{}", ns, name), *stale);
+  if (*stale) {
+    log.note("created no children", **stale);
+    return stale;
+  }
+  deps.expectations.clear_vanished(job_key);
+  log.note("confirmed", "the job is live on the server, its missing children are created again");
+  return stale;
+}
 
 ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectPtr cached, api::TimePoint now,
                              PassLog& log)
@@ -83,6 +120,8 @@ ReconcileResult ReconcilePass::run() {
   }
   if (!expectations_satisfied()) return {};
   if (draft_.status().is_finished()) {
+    // A finished job gets no children again: a mark that some vanished has nothing to guard.
+    deps_.expectations.clear_vanished(Expectations::job_key(ns_, name_));
     // The finished-job step reads the children only to delete some (with cleanPodPolicy None,
     // the default, the pass over a finished job decodes none of them).
     if (deletes_pods_when_finished()) observed_ = deps_.children.observe(ns_, uid_);
@@ -95,6 +134,11 @@ ReconcileResult ReconcilePass::run() {
     writes_.child_event(framework::ChildEvent::AbnormalPod, {"Pod", trouble.pod, {}, trouble.message, trouble.reason});
 
   const SlotPlan plan = plan_slot_pods();
+  // Before any write to the job or its children: a pass over a job that is gone on the server
+  // ends here.
+  auto stale = confirm_job_live(deps_, ns_, name_, uid_, !plan.missing.empty() && pods_existed(draft_.persisted()), log_);
+  if (!stale) return failed_with(stale.error());
+  if (*stale) return {};
   auto restarts = record_restarts(plan);
   if (!restarts) return failed_with(restarts.error());
   const json::Value& job_on_server = *restarts ? (*restarts)->root() : cached();

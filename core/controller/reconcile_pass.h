@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/api/kubeflow.h"
 #include "core/api/time.h"
@@ -56,7 +57,27 @@ struct PassDependencies {
   bool pin_owner;             // JobControllerOptions::pin_owner
   WritePool* write_pool;      // null: writes one at a time
   std::function<void(const std::string& ns, uint64_t JobCounters::*counter)> count;
+  // The pass read the job "<ns>/<name>" from the server before creating children again
+  // (confirm_job_live); `stale` says why the cached job is not the live one, nullopt when it is.
+  std::function<void(const std::string& key, const std::optional<std::string>& stale)> job_confirmed;
 };
+
+// Reads the job from the server (one GET) and says why the job the cache holds as `uid` is not
+// the live one: gone, being deleted, or replaced by a new job of that name; nullopt when it is.
+kube::ApiResult<std::optional<std::string>> stale_on_server(kube::Client& client, const kube::GroupVersionResource& resource,
+                                                            std::string_view ns, std::string_view name, std::string_view uid);
+
+// Whether the cached job must be confirmed on the server before a pass creates children for it,
+// and does so: children of it vanished without a delete of this controller
+// (Expectations::children_vanished), or `recreating` (the pass is about to create children the
+// job's status says existed). The informer caches are not one consistent snapshot: after an
+// API-server restart each re-lists on its own, and the garbage collector's deletes of a deleted
+// job's children can arrive while the jobs cache still holds the job; creating them again would
+// schedule pods for a job that is gone. Nothing is read on the path of a new job's first creates.
+// nullopt: create; else why not (the pass ends there, writing nothing).
+kube::ApiResult<std::optional<std::string>> confirm_job_live(const PassDependencies& deps, std::string_view ns,
+                                                             std::string_view name, std::string_view uid, bool recreating,
+                                                             PassLog& log);
 
 class ReconcilePass {
  public:

@@ -62,6 +62,13 @@ ReconcileResult WorkloadPass::run() {
     plan = planner_.plan(job.root(), observed, now);
   }
 
+  // Before any write: children of the job vanished (its own restarts delete them too), so the
+  // job may be gone on the server with the cache behind.
+  if (!plan.creations.empty()) {
+    auto stale = confirm_job_live(deps_, ns_, name_, uid_, false, log_);
+    if (!stale) return failed_with(stale.error());
+    if (*stale) return {};
+  }
   if (auto e = write_status(plan)) return failed_with(*e);
   for (const auto& event : plan.events) writes_.event(event.type, event.reason, event.message);
   if (plan.delete_job) {

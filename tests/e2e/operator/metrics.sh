@@ -95,6 +95,7 @@ cat >"$work/expected.json" <<'JSON'
   "mpi_operator_is_leader": {"type": "gauge", "labels": []},
   "unitrain_events_dropped_total": {"type": "counter", "labels": ["controller", "reason"]},
   "unitrain_events_written_total": {"type": "counter", "labels": ["controller", "operation"]},
+  "unitrain_job_confirmations_total": {"type": "counter", "labels": ["controller", "result"]},
   "unitrain_webhook_certificate_expiration_timestamp_seconds": {"type": "gauge", "labels": []},
   "training_operator_jobs_created_total": {"type": "counter", "labels": ["job_namespace", "framework"]},
   "training_operator_jobs_deleted_total": {"type": "counter", "labels": ["job_namespace", "framework"]},
@@ -122,6 +123,9 @@ expect mpi_operator_is_leader 1
 expect 'mpi_operator_job_info{launcher="mpi-demo-launcher",namespace="default"}' 1
 expect 'controller_runtime_max_concurrent_reconciles{controller="pytorchjob-controller"}' 1
 expect 'unitrain_events_dropped_total{controller="pytorchjob-controller",reason="queue_full"}' 0
+# No job of this run lost children it had: none was read back before a create.
+expect 'unitrain_job_confirmations_total{controller="pytorchjob-controller",result="live"}' 0
+expect 'unitrain_job_confirmations_total{controller="pytorchjob-controller",result="stale"}' 0
 grep -q '^unitrain_events_written_total{controller="pytorchjob-controller",operation="create"} [1-9]' "$work/metrics" \
   || { echo "FAIL: no event written for pytorchjob-controller"; fails=$((fails+1)); }
 grep -q '^rest_client_request_duration_seconds_count{verb="POST",host="127.0.0.1:[0-9]*"} [1-9]' "$work/metrics" \

@@ -3,6 +3,7 @@
 // belong to another controller get no writes.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -291,4 +292,88 @@ TEST_CASE("controller: stop() of a leader whose caches never synced is prompt") 
   // A drain would wait its full 30 s: the workers wait for synced caches and never take the key.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
   CHECK(client.writes().empty());
+}
+
+namespace {
+// Counts the reads of jobs: a confirmation of a cached job on the server is one GET.
+class JobReads final : public unitrain::testing::ForwardingClient {
+ public:
+  using ForwardingClient::ForwardingClient;
+  kube::ApiResult<Document> get(const kube::GroupVersionResource& r, std::string_view ns, std::string_view name) override {
+    if (r == kJobs) ++job_gets;
+    return inner_.get(r, ns, name);
+  }
+  std::atomic<int> job_gets{0};
+};
+
+// A job that ran: its status counts `active` Worker pods, none of which exists now (they went
+// while no operator watched).
+Document ran_job(std::string_view name, int active) {
+  auto job = echo_job(name, active);
+  auto status = Document::parse(fmt::format(R"({{"replicaStatuses":{{"Worker":{{"active":{}}}}}}})", active)).value();
+  REQUIRE(json::set(job, "/status", json::clone(status.root(), job.alloc())));
+  return job;
+}
+}  // namespace
+
+TEST_CASE("controller: pods a job's status counted are created again only once the job is confirmed on the server") {
+  kube::FakeClient client;
+  JobReads reads(client);
+  kube::RealClock clock;
+  RecordingSink events;
+  client.seed(kJobs, ran_job("live", 2).root());
+  client.seed(kJobs, ran_job("gone", 2).root());
+  client.seed(kJobs, echo_job("new", 2).root());
+  client.clear_writes();
+  // Passes run on this thread, one at a time: the caches are started, the workers are not.
+  c::JobController controller(reads, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+  controller.start_caches();
+  REQUIRE(controller.wait_for_sync(std::chrono::seconds(5)));
+
+  // A new job's pods are created without reading the job.
+  REQUIRE_FALSE(controller.reconcile("ns/new").error);
+  CHECK(count_writes(client, kube::FakeClient::Verb::Create, "pods") == 2);
+  CHECK(reads.job_gets == 0);
+
+  // The cache still holds a job the server deleted (its watch events do not arrive).
+  client.pause_watch_delivery(true);
+  REQUIRE(client.remove(kJobs, "ns", "gone"));
+  client.clear_writes();
+  auto r = controller.reconcile("ns/gone");
+  CHECK_FALSE(r.error);
+  CHECK(reads.job_gets == 1);
+  CHECK(client.writes().empty());  // no pod, no Service, no status write
+  CHECK(controller.reconcile_stats().stale_jobs == 1);
+
+  // A live job gets its missing pods again, after one read.
+  r = controller.reconcile("ns/live");
+  CHECK_FALSE(r.error);
+  CHECK(reads.job_gets == 2);
+  CHECK(count_writes(client, kube::FakeClient::Verb::Create, "pods") == 2);
+  CHECK(controller.reconcile_stats().job_confirmations == 2);
+  CHECK(controller.reconcile_stats().stale_jobs == 1);
+  controller.stop();
+}
+
+TEST_CASE("controller: a confirmation that fails creates nothing and the pass is retried") {
+  kube::FakeClient client;
+  kube::RealClock clock;
+  RecordingSink events;
+  client.seed(kJobs, ran_job("train", 1).root());
+  client.clear_writes();
+  c::JobController controller(client, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+  controller.start_caches();
+  REQUIRE(controller.wait_for_sync(std::chrono::seconds(5)));
+  kube::ApiError unavailable;
+  unavailable.reason = kube::ApiError::Reason::InternalError;
+  unavailable.code = 500;
+  unavailable.message = "etcdserver: request timed out";
+  client.fail_next(kube::FakeClient::Verb::Get, unavailable);
+  auto r = controller.reconcile("ns/train");
+  REQUIRE(r.error);
+  CHECK(r.error->code == 500);
+  CHECK(client.writes().empty());
+  CHECK_FALSE(controller.reconcile("ns/train").error);
+  CHECK(count_writes(client, kube::FakeClient::Verb::Create, "pods") == 1);
+  controller.stop();
 }

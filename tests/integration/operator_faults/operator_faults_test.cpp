@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/api/meta.h"
 #include "core/controller/job_controller.h"
 #include "core/framework/registry.h"
 #include "core/kube/rest_client.h"
@@ -74,6 +75,13 @@ class PodCreations {
     std::lock_guard g(mu_);
     return counts_;
   }
+  // "name×n ..." of the pods whose names start with `prefix`, for a readable check.
+  std::string of(std::string_view prefix) {
+    std::string out;
+    for (const auto& [name, n] : counts())
+      if (name.rfind(prefix, 0) == 0) out += fmt::format("{}×{} ", name, n);
+    return out;
+  }
 
  private:
   std::unique_ptr<lc::Watcher> watcher_;
@@ -83,6 +91,7 @@ class PodCreations {
   std::thread thread_;
 };
 
+const kube::GroupVersionResource kPods{"", "v1", "pods"};
 const kube::GroupVersionResource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs"};
 const kube::GroupVersionResource kMPIJobs{"kubeflow.org", "v2beta1", "mpijobs"};
 
@@ -261,4 +270,85 @@ spec:
   CHECK(injected["watchCut"] > 0);
   CHECK(injected["watchExpired"] == 2);
   CHECK(injected["429"] + injected["409"] > 0);
+}
+
+// The informers are not one snapshot: after an API-server restart each re-lists on its own, so
+// the garbage collector's deletes of a deleted job's pods can reach the controller while its jobs
+// cache still holds the job. Here the jobs informer can neither list nor watch after the restart
+// (409s, which the client does not retry), the pods informer can.
+TEST_CASE("a job deleted while the jobs cache is stale gets none of its garbage-collected pods again",
+          "[faults]") {
+  Env env;
+  env.install_crd("kubeflow.org_pytorchjobs.yaml");
+  PodCreations creations(env.cluster.store());
+  auto pytorch = env.controller("pytorchjob");
+  auto job = json::parse_yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: gone, namespace: default}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: pytorch, image: example.com/train:1}]}
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata: {annotations: {sim.unitrain.io/duration: 1h}}
+        spec: {containers: [{name: pytorch, image: example.com/train:1}]}
+)");
+  REQUIRE(job);
+  REQUIRE(env.client->create(kPyTorchJobs, "default", (*job)[0].root()));
+  auto active = [&](const char* replica) {
+    auto obj = env.stored(kPyTorchJobs, "gone");
+    return json::get_int(obj.root(), fmt::format("/status/replicaStatuses/{}/active", replica)).value_or(0);
+  };
+  REQUIRE(eventually([&] { return active("Master") == 1 && active("Worker") == 1; }));
+  // A new job's pods are created without reading the job back.
+  CHECK(pytorch->reconcile_stats().job_confirmations == 0);
+  auto pods = env.cluster.store().find_resource("", "v1", "pods");
+  REQUIRE(pods);
+  auto pod_exists = [&](std::string_view name) { return env.cluster.store().get(*pods, "default", name).has_value(); };
+
+  // A replica pod someone else deletes is created again (upstream does too), once the job is
+  // confirmed live on the server.
+  REQUIRE(env.client->remove(kPods, "default", "gone-worker-0"));
+  REQUIRE(eventually([&] { return creations.counts()["gone-worker-0"] == 2 && pod_exists("gone-worker-0"); }));
+  CHECK(pytorch->reconcile_stats().job_confirmations >= 1);
+  CHECK(pytorch->reconcile_stats().stale_jobs == 0);
+  REQUIRE(eventually([&] { return active("Worker") == 1; }));
+  // The controller's cache has the job as the server does (its own last status write included).
+  REQUIRE(eventually([&] {
+    const std::string stored_rv(unitrain::api::resource_version_of(env.stored(kPyTorchJobs, "gone").root()));
+    for (const auto& cached : pytorch->managed_jobs())
+      if (unitrain::api::resource_version_of(cached->root()) == stored_rv) return true;
+    return false;
+  }));
+
+  env.cluster.faults().configure(
+      *lc::FaultConfig::parse(R"({"rules":[{"verbs":["LIST","WATCH"],"resources":["pytorchjobs"],"error409":1}]})"));
+  REQUIRE(env.cluster.restart());
+  kube::DeleteOptions background;
+  background.propagation_policy = "Background";
+  REQUIRE(env.client->remove(kPyTorchJobs, "default", "gone", background));
+  REQUIRE(eventually([&] { return !pod_exists("gone-master-0") && !pod_exists("gone-worker-0"); }));
+  // Then a pass runs over the cached job, which has no pods left: it finds the job gone on the
+  // server, or (the race) creates them again.
+  const std::string before = creations.of("gone-");
+  REQUIRE(eventually([&] { return pytorch->reconcile_stats().stale_jobs >= 1 || creations.of("gone-") != before; }));
+  CHECK(creations.of("gone-") == before);
+  CHECK(pytorch->reconcile_stats().stale_jobs >= 1);
+  CHECK_FALSE(pod_exists("gone-master-0"));
+  CHECK_FALSE(pod_exists("gone-worker-0"));
+  // The cache was stale all along: the jobs informer never saw the delete.
+  CHECK(pytorch->managed_jobs().size() == 1);
+
+  // Once the jobs informer lists again, the job leaves the cache and nothing more happens.
+  env.cluster.faults().configure(*lc::FaultConfig::parse(R"({"rules":[]})"));
+  REQUIRE(eventually([&] { return pytorch->managed_jobs().empty(); }, 60s));
+  CHECK(creations.of("gone-") == before);
 }

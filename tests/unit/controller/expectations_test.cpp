@@ -94,3 +94,41 @@ TEST_CASE("expectations: an observation beyond what was expected does not satisf
   e.creation_observed(key);
   CHECK(e.satisfied(key));
 }
+
+TEST_CASE("expectations: an observation says whether it was one of ours") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto key = Expectations::pods_key("ns", "job", "worker");
+  CHECK_FALSE(e.deletion_observed(key));  // nothing expected: someone else's delete
+  e.expect_deletions(key, 1);
+  CHECK_FALSE(e.creation_observed(key));  // a creation nobody expected, beside our pending delete
+  CHECK(e.deletion_observed(key));
+  CHECK_FALSE(e.deletion_observed(key));  // ours was already seen: this one is someone else's
+  e.expect_creations(key, 1);
+  CHECK(e.creation_observed(key));
+}
+
+TEST_CASE("expectations: a job whose children vanished stays marked until cleared, forgotten or its job goes") {
+  FakeClock clock;
+  Expectations e(clock);
+  const auto job = Expectations::job_key("ns", "job");
+  const auto other = Expectations::job_key("ns", "job2");
+  CHECK_FALSE(e.vanished(job));
+  e.children_vanished(job);
+  e.children_vanished(job);  // one mark, however many children went
+  e.children_vanished(other);
+  CHECK(e.vanished(job));
+  CHECK(e.size() == 2);
+  clock.advance(std::chrono::hours(1));  // no timeout: only a confirmation clears it
+  CHECK(e.vanished(job));
+  e.clear_vanished(job);
+  CHECK_FALSE(e.vanished(job));
+  CHECK(e.vanished(other));
+  e.children_vanished(job);
+  e.forget_prefix("ns/job/");  // the job was deleted
+  CHECK_FALSE(e.vanished(job));
+  CHECK(e.vanished(other));
+  e.forget(other);
+  CHECK_FALSE(e.vanished(other));
+  CHECK(e.size() == 0);
+}
