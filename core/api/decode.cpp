@@ -11,21 +11,21 @@ const json::Value* Decoder::member(const json::Value& obj, std::string_view key)
   return &it->value;
 }
 
-std::optional<std::string> Decoder::string(const json::Value& obj, std::string_view key, const FieldPath& p) {
+std::optional<std::string> Decoder::string(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return std::nullopt;
   if (!v->IsString()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be a string"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be a string"));
     return std::nullopt;
   }
   return std::string(v->GetString(), v->GetStringLength());
 }
 
-std::optional<int64_t> Decoder::int64(const json::Value& obj, std::string_view key, const FieldPath& p) {
+std::optional<int64_t> Decoder::int64(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return std::nullopt;
   if (!v->IsInt64()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), v->IsNumber() && !v->IsDouble()
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), v->IsNumber() && !v->IsDouble()
                                                                ? "must be a 64-bit integer"
                                                                : "must be an integer"));
     return std::nullopt;
@@ -33,57 +33,57 @@ std::optional<int64_t> Decoder::int64(const json::Value& obj, std::string_view k
   return v->GetInt64();
 }
 
-std::optional<int32_t> Decoder::int32(const json::Value& obj, std::string_view key, const FieldPath& p) {
+std::optional<int32_t> Decoder::int32(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return std::nullopt;
   if (!v->IsInt64() && !v->IsUint64()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be an integer"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be an integer"));
     return std::nullopt;
   }
   if (!v->IsInt()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be a 32-bit integer"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be a 32-bit integer"));
     return std::nullopt;
   }
   return v->GetInt();
 }
 
-std::optional<bool> Decoder::boolean(const json::Value& obj, std::string_view key, const FieldPath& p) {
+std::optional<bool> Decoder::boolean(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return std::nullopt;
   if (!v->IsBool()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be a boolean"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be a boolean"));
     return std::nullopt;
   }
   return v->GetBool();
 }
 
-std::optional<TimePoint> Decoder::time(const json::Value& obj, std::string_view key, const FieldPath& p) {
+std::optional<TimePoint> Decoder::time(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return std::nullopt;
   if (!v->IsString()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be an RFC 3339 time string"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be an RFC 3339 time string"));
     return std::nullopt;
   }
   std::string_view text(v->GetString(), v->GetStringLength());
   auto t = parse_time(text);
   if (!t) {
-    add(FieldError::invalid(p, text, t.error().message));
+    add(FieldError::invalid(in.child(key), text, t.error().message));
     return std::nullopt;
   }
   return *t;
 }
 
-const json::Value* Decoder::object(const json::Value& obj, std::string_view key, const FieldPath& p) {
+const json::Value* Decoder::object(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return nullptr;
-  return expect_object(*v, p) ? v : nullptr;
+  return expect_object(*v, in.child(key)) ? v : nullptr;
 }
 
-const json::Value* Decoder::array(const json::Value& obj, std::string_view key, const FieldPath& p) {
+const json::Value* Decoder::array(const json::Value& obj, std::string_view key, const FieldPath& in) {
   const json::Value* v = member(obj, key);
   if (!v) return nullptr;
   if (!v->IsArray()) {
-    add(FieldError::invalid(p, FieldValue::of_json(*v), "must be an array"));
+    add(FieldError::invalid(in.child(key), FieldValue::of_json(*v), "must be an array"));
     return nullptr;
   }
   return v;

@@ -16,19 +16,22 @@
 
 namespace unitrain::api {
 
+// The member readers take the path of the object they read from (`in`): the member's own path,
+// in.child(key), is built only for an error. Decoding a valid object (every job, every pass)
+// so builds no path strings.
 class Decoder {
  public:
   // The member `key` of `obj`, or nullptr when missing or null.
   static const json::Value* member(const json::Value& obj, std::string_view key);
 
-  std::optional<std::string> string(const json::Value& obj, std::string_view key, const FieldPath& p);
-  std::optional<int32_t> int32(const json::Value& obj, std::string_view key, const FieldPath& p);
-  std::optional<int64_t> int64(const json::Value& obj, std::string_view key, const FieldPath& p);
-  std::optional<bool> boolean(const json::Value& obj, std::string_view key, const FieldPath& p);
-  std::optional<TimePoint> time(const json::Value& obj, std::string_view key, const FieldPath& p);
+  std::optional<std::string> string(const json::Value& obj, std::string_view key, const FieldPath& in);
+  std::optional<int32_t> int32(const json::Value& obj, std::string_view key, const FieldPath& in);
+  std::optional<int64_t> int64(const json::Value& obj, std::string_view key, const FieldPath& in);
+  std::optional<bool> boolean(const json::Value& obj, std::string_view key, const FieldPath& in);
+  std::optional<TimePoint> time(const json::Value& obj, std::string_view key, const FieldPath& in);
   // The member when it is an object / array; an error when it is something else.
-  const json::Value* object(const json::Value& obj, std::string_view key, const FieldPath& p);
-  const json::Value* array(const json::Value& obj, std::string_view key, const FieldPath& p);
+  const json::Value* object(const json::Value& obj, std::string_view key, const FieldPath& in);
+  const json::Value* array(const json::Value& obj, std::string_view key, const FieldPath& in);
   // `v` itself must be an object; records an error naming `p` otherwise.
   bool expect_object(const json::Value& v, const FieldPath& p);
 

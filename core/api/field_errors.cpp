@@ -8,21 +8,33 @@
 
 namespace unitrain::api {
 
+// Each builds the new path in one allocation of its final size (a copy, then appends, would
+// allocate twice once the path outgrows the short-string buffer).
 FieldPath FieldPath::child(std::string_view name) const {
-  FieldPath p = *this;
-  if (!p.s_.empty()) p.s_ += '.';
+  FieldPath p;
+  p.s_.reserve(s_.size() + 1 + name.size());
+  p.s_ += s_;
+  if (!s_.empty()) p.s_ += '.';
   p.s_ += name;
   return p;
 }
 
 FieldPath FieldPath::index(std::size_t i) const {
-  FieldPath p = *this;
-  p.s_ += fmt::format("[{}]", i);
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+  FieldPath p;
+  p.s_.reserve(s_.size() + 2 + static_cast<std::size_t>(end - digits));
+  p.s_ += s_;
+  p.s_ += '[';
+  p.s_.append(digits, end);
+  p.s_ += ']';
   return p;
 }
 
 FieldPath FieldPath::key(std::string_view k) const {
-  FieldPath p = *this;
+  FieldPath p;
+  p.s_.reserve(s_.size() + 2 + k.size());
+  p.s_ += s_;
   p.s_ += '[';
   p.s_ += k;
   p.s_ += ']';

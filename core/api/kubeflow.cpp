@@ -17,18 +17,18 @@ Result<T, FieldErrorList> finish(Decoder& d, T value) {
 ReplicaSpec decode_replica_spec(Decoder& d, const json::Value& v, const FieldPath& p) {
   ReplicaSpec r;
   if (!d.expect_object(v, p)) return r;
-  r.replicas = d.int32(v, "replicas", p.child("replicas"));
-  if (const json::Value* t = d.object(v, "template", p.child("template"))) r.pod_template = json::Document::copy_of(*t);
-  r.restart_policy = d.string(v, "restartPolicy", p.child("restartPolicy")).value_or("");
+  r.replicas = d.int32(v, "replicas", p);
+  if (const json::Value* t = d.object(v, "template", p)) r.pod_template = json::Document::copy_of(*t);
+  r.restart_policy = d.string(v, "restartPolicy", p).value_or("");
   return r;
 }
 
 SchedulingPolicy decode_scheduling_policy(Decoder& d, const json::Value& v, const FieldPath& p) {
   SchedulingPolicy s;
   if (!d.expect_object(v, p)) return s;
-  s.min_available = d.int32(v, "minAvailable", p.child("minAvailable"));
-  s.queue = d.string(v, "queue", p.child("queue")).value_or("");
-  if (const json::Value* m = d.object(v, "minResources", p.child("minResources"))) {
+  s.min_available = d.int32(v, "minAvailable", p);
+  s.queue = d.string(v, "queue", p).value_or("");
+  if (const json::Value* m = d.object(v, "minResources", p)) {
     auto& out = s.min_resources.emplace();
     for (const auto& e : m->GetObject()) {
       std::string name(e.name.GetString(), e.name.GetStringLength());
@@ -46,59 +46,60 @@ SchedulingPolicy decode_scheduling_policy(Decoder& d, const json::Value& v, cons
       }
     }
   }
-  s.priority_class = d.string(v, "priorityClass", p.child("priorityClass")).value_or("");
-  s.schedule_timeout_seconds = d.int32(v, "scheduleTimeoutSeconds", p.child("scheduleTimeoutSeconds"));
+  s.priority_class = d.string(v, "priorityClass", p).value_or("");
+  s.schedule_timeout_seconds = d.int32(v, "scheduleTimeoutSeconds", p);
   return s;
 }
 
 RunPolicy decode_run_policy(Decoder& d, const json::Value& v, const FieldPath& p) {
   RunPolicy r;
   if (!d.expect_object(v, p)) return r;
-  r.clean_pod_policy = d.string(v, "cleanPodPolicy", p.child("cleanPodPolicy"));
-  r.ttl_seconds_after_finished = d.int32(v, "ttlSecondsAfterFinished", p.child("ttlSecondsAfterFinished"));
-  r.active_deadline_seconds = d.int64(v, "activeDeadlineSeconds", p.child("activeDeadlineSeconds"));
-  r.backoff_limit = d.int32(v, "backoffLimit", p.child("backoffLimit"));
+  r.clean_pod_policy = d.string(v, "cleanPodPolicy", p);
+  r.ttl_seconds_after_finished = d.int32(v, "ttlSecondsAfterFinished", p);
+  r.active_deadline_seconds = d.int64(v, "activeDeadlineSeconds", p);
+  r.backoff_limit = d.int32(v, "backoffLimit", p);
   if (const json::Value* s = Decoder::member(v, "schedulingPolicy")) {
     r.scheduling_policy = decode_scheduling_policy(d, *s, p.child("schedulingPolicy"));
   }
-  r.suspend = d.boolean(v, "suspend", p.child("suspend"));
-  r.managed_by = d.string(v, "managedBy", p.child("managedBy"));
+  r.suspend = d.boolean(v, "suspend", p);
+  r.managed_by = d.string(v, "managedBy", p);
   return r;
 }
 
 JobCondition decode_condition(Decoder& d, const json::Value& v, const FieldPath& p) {
   JobCondition c;
   if (!d.expect_object(v, p)) return c;
-  c.type = d.string(v, "type", p.child("type")).value_or("");
-  c.status = d.string(v, "status", p.child("status")).value_or("");
-  c.reason = d.string(v, "reason", p.child("reason")).value_or("");
-  c.message = d.string(v, "message", p.child("message")).value_or("");
-  c.last_update_time = d.time(v, "lastUpdateTime", p.child("lastUpdateTime"));
-  c.last_transition_time = d.time(v, "lastTransitionTime", p.child("lastTransitionTime"));
+  c.type = d.string(v, "type", p).value_or("");
+  c.status = d.string(v, "status", p).value_or("");
+  c.reason = d.string(v, "reason", p).value_or("");
+  c.message = d.string(v, "message", p).value_or("");
+  c.last_update_time = d.time(v, "lastUpdateTime", p);
+  c.last_transition_time = d.time(v, "lastTransitionTime", p);
   return c;
 }
 
 ReplicaStatus decode_replica_status(Decoder& d, const json::Value& v, const FieldPath& p) {
   ReplicaStatus r;
   if (!d.expect_object(v, p)) return r;
-  r.active = d.int32(v, "active", p.child("active")).value_or(0);
-  r.succeeded = d.int32(v, "succeeded", p.child("succeeded")).value_or(0);
-  r.failed = d.int32(v, "failed", p.child("failed")).value_or(0);
-  if (const json::Value* s = d.object(v, "labelSelector", p.child("labelSelector"))) {
+  r.active = d.int32(v, "active", p).value_or(0);
+  r.succeeded = d.int32(v, "succeeded", p).value_or(0);
+  r.failed = d.int32(v, "failed", p).value_or(0);
+  if (const json::Value* s = d.object(v, "labelSelector", p)) {
     r.label_selector = json::Document::copy_of(*s);
   }
-  r.selector = d.string(v, "selector", p.child("selector")).value_or("");
+  r.selector = d.string(v, "selector", p).value_or("");
   return r;
 }
 
 JobStatus decode_job_status(Decoder& d, const json::Value& v, const FieldPath& p) {
   JobStatus s;
   if (v.IsNull() || !d.expect_object(v, p)) return s;
-  if (const json::Value* conds = d.array(v, "conditions", p.child("conditions"))) {
+  if (const json::Value* conds = d.array(v, "conditions", p)) {
     std::size_t i = 0;
-    for (const auto& c : conds->GetArray()) s.conditions.push_back(decode_condition(d, c, p.child("conditions").index(i++)));
+    const FieldPath in = p.child("conditions");
+    for (const auto& c : conds->GetArray()) s.conditions.push_back(decode_condition(d, c, in.index(i++)));
   }
-  if (const json::Value* rs = d.object(v, "replicaStatuses", p.child("replicaStatuses"))) {
+  if (const json::Value* rs = d.object(v, "replicaStatuses", p)) {
     for (const auto& e : rs->GetObject()) {
       std::string key(e.name.GetString(), e.name.GetStringLength());
       // A null entry is a nil *ReplicaStatus upstream; the controller treats it as all zeros.
@@ -106,9 +107,9 @@ JobStatus decode_job_status(Decoder& d, const json::Value& v, const FieldPath& p
           e.value.IsNull() ? ReplicaStatus{} : decode_replica_status(d, e.value, p.child("replicaStatuses").key(key));
     }
   }
-  s.start_time = d.time(v, "startTime", p.child("startTime"));
-  s.completion_time = d.time(v, "completionTime", p.child("completionTime"));
-  s.last_reconcile_time = d.time(v, "lastReconcileTime", p.child("lastReconcileTime"));
+  s.start_time = d.time(v, "startTime", p);
+  s.completion_time = d.time(v, "completionTime", p);
+  s.last_reconcile_time = d.time(v, "lastReconcileTime", p);
   return s;
 }
 

@@ -48,6 +48,14 @@ std::string_view uid_of(const json::Value& obj) { return string_at(obj, "/metada
 std::string_view resource_version_of(const json::Value& obj) { return string_at(obj, "/metadata/resourceVersion"); }
 int64_t generation_of(const json::Value& obj) { return json::get_int(obj, "/metadata/generation").value_or(0); }
 Labels annotations_of(const json::Value& obj) { return string_map_at(obj, "/metadata/annotations"); }
+std::optional<std::string_view> label_of(const json::Value& obj, std::string_view key) {
+  const json::Value* labels = json::find(obj, "/metadata/labels");
+  if (labels == nullptr || !labels->IsObject()) return std::nullopt;
+  const auto it =
+      labels->FindMember(json::Value(rapidjson::StringRef(key.data(), static_cast<rapidjson::SizeType>(key.size()))));
+  if (it == labels->MemberEnd() || !it->value.IsString()) return std::nullopt;
+  return json::view(it->value);
+}
 std::optional<TimePoint> creation_timestamp_of(const json::Value& obj) {
   return time_at(obj, "/metadata/creationTimestamp");
 }
@@ -166,7 +174,7 @@ Result<OwnerReference, FieldErrorList> OwnerReference::from_json(const json::Val
   OwnerReference r;
   if (!d.expect_object(v, path)) return fail(std::move(d.errors()));
   auto required = [&](std::string_view key, std::string& out) {
-    auto s = d.string(v, key, path.child(key));
+    auto s = d.string(v, key, path);
     if (s && !s->empty()) {
       out = std::move(*s);
     } else if (s || Decoder::member(v, key) == nullptr) {  // a mistyped value is already reported
@@ -177,8 +185,8 @@ Result<OwnerReference, FieldErrorList> OwnerReference::from_json(const json::Val
   required("kind", r.kind);
   required("name", r.name);
   required("uid", r.uid);
-  r.controller = d.boolean(v, "controller", path.child("controller"));
-  r.block_owner_deletion = d.boolean(v, "blockOwnerDeletion", path.child("blockOwnerDeletion"));
+  r.controller = d.boolean(v, "controller", path);
+  r.block_owner_deletion = d.boolean(v, "blockOwnerDeletion", path);
   if (!d.ok()) return fail(std::move(d.errors()));
   return r;
 }
@@ -264,16 +272,16 @@ Result<Condition, FieldErrorList> Condition::from_json(const json::Value& v, con
   Decoder d;
   Condition c;
   if (!d.expect_object(v, path)) return fail(std::move(d.errors()));
-  auto type = d.string(v, "type", path.child("type"));
+  auto type = d.string(v, "type", path);
   if (!type && !Decoder::member(v, "type")) d.add(FieldError::required(path.child("type")));
   c.type = type.value_or("");
-  auto status = d.string(v, "status", path.child("status"));
+  auto status = d.string(v, "status", path);
   if (!status && !Decoder::member(v, "status")) d.add(FieldError::required(path.child("status")));
   c.status = status.value_or("");
-  c.observed_generation = d.int64(v, "observedGeneration", path.child("observedGeneration")).value_or(0);
-  c.last_transition_time = d.time(v, "lastTransitionTime", path.child("lastTransitionTime"));
-  c.reason = d.string(v, "reason", path.child("reason")).value_or("");
-  c.message = d.string(v, "message", path.child("message")).value_or("");
+  c.observed_generation = d.int64(v, "observedGeneration", path).value_or(0);
+  c.last_transition_time = d.time(v, "lastTransitionTime", path);
+  c.reason = d.string(v, "reason", path).value_or("");
+  c.message = d.string(v, "message", path).value_or("");
   if (!d.ok()) return fail(std::move(d.errors()));
   return c;
 }

@@ -28,6 +28,10 @@ std::string_view uid_of(const json::Value& obj);
 std::string_view resource_version_of(const json::Value& obj);
 int64_t generation_of(const json::Value& obj);
 Labels annotations_of(const json::Value& obj);  // labels: labels_of() in labels.h
+// The value of one label (metadata.labels[key]) when it is a string. Looks the key up as it is,
+// without building a JSON pointer for it (an escaped key and a pointer string per lookup, on
+// every watch event that asks).
+std::optional<std::string_view> label_of(const json::Value& obj, std::string_view key);
 std::optional<TimePoint> creation_timestamp_of(const json::Value& obj);
 std::optional<TimePoint> deletion_timestamp_of(const json::Value& obj);
 std::vector<std::string> finalizers_of(const json::Value& obj);

@@ -39,7 +39,7 @@ ChildReaction react(const ChildEvent& e, const framework::FrameworkDescriptor& d
   ChildReaction r;
   if (e.change != ChildEvent::Change::Updated) {
     const bool labelled =
-        json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(d.replica_type_label)).has_value();
+        api::label_of(e.object, d.replica_type_label).has_value();
     r.observed = labelled && !e.grandchild && (e.kind == ChildKind::Pod || e.kind == ChildKind::Service);
     r.reconcile = labelled || reconciles_on_any_child;
     return r;

@@ -82,7 +82,7 @@ bool JobController::job_cached(const ChildEvent& e) const {
 
 bool JobController::observe_child(const ChildEvent& e) {
   // Pods and replica Services carry expectations, keyed by the replica type they serve.
-  auto type = json::get_string(e.object, "/metadata/labels/" + json::escape_pointer_token(descriptor().replica_type_label));
+  auto type = api::label_of(e.object, descriptor().replica_type_label);
   if (!type) return false;
   const std::string ns(api::namespace_of(e.object));
   const std::string key = e.kind == ChildKind::Pod ? Expectations::pods_key(ns, e.job.name, *type)

@@ -14,6 +14,7 @@
 #include "core/json/coded_writer.h"
 #include "core/json/field_mask.h"
 #include "core/json/mask_filter.h"
+#include "core/json/scratch_stack.h"
 
 namespace unitrain::json {
 
@@ -44,22 +45,51 @@ std::size_t footprint(const Value& v) {
 std::size_t chunk_for_copy(const Value& v) { return std::clamp(footprint(v), std::size_t{256}, kLargestChunk); }
 }  // namespace
 
-Document::Document() : Document(kSmallChunk) {}
 Document::Document(std::size_t chunk_bytes) : storage_(std::make_unique<Storage>(chunk_bytes)) {}
 
+Document::Storage& Document::storage() {
+  if (!storage_) storage_ = std::make_unique<Storage>(kSmallChunk);
+  return *storage_;
+}
+
+const Value& Document::null_value() {
+  static const Value null;
+  return null;
+}
+
 Document Document::object() {
-  Document d;
+  Document d(kSmallChunk);
   d.storage_->doc.SetObject();
   return d;
 }
 
 Document Document::array() {
-  Document d;
+  Document d(kSmallChunk);
   d.storage_->doc.SetArray();
   return d;
 }
 
 namespace {
+
+// A parse's scratch stacks (scratch_stack.h), sized so that parsing a Kubernetes object of a few
+// KiB (a watch event, a cached object's text) needs no heap for them: the reader's holds the
+// string being read (the longest: a container's command line) and its parse states, the
+// document's the values of the containers still open.
+constexpr std::size_t kReaderScratch = 2048;
+constexpr std::size_t kDocumentScratch = 4096;
+using ReaderStack = detail::ScratchStack<kReaderScratch>;
+using DocumentStack = detail::ScratchStack<kDocumentScratch>;
+// What a parse builds: a document on the target document's pool whose pending values are on a
+// DocumentStack; its root moves into the target when done (populate()).
+using BuildDocument = rapidjson::GenericDocument<rapidjson::UTF8<>, Allocator, DocumentStack>;
+
+template <class Generator>
+void populate(rapidjson::Document& into, Generator& gen) {
+  DocumentStack stack;
+  BuildDocument built(&into.GetAllocator(), kDocumentScratch, &stack);
+  built.Populate(gen);
+  static_cast<Value&>(into).Swap(built);
+}
 
 // Forwards SAX events to a Document (or a filter in front of one) while counting nesting, so a
 // hostile input cannot make the recursive helpers (copy, dump, equal, canonical, patches)
@@ -137,7 +167,7 @@ struct DepthLimitedHandler {
 // value of the root's member `member`, to a CodedWriter too: the same events Accept() would send
 // it from the document afterwards, so the text is the same.
 struct MemberTee {
-  rapidjson::Document& doc;
+  BuildDocument& doc;
   detail::CodedWriter& writer;
   std::string_view member;
   int depth = 0;          // containers open
@@ -207,7 +237,7 @@ struct TextGenerator {
   std::string_view member;
   bool wrote_member = false;
 
-  bool operator()(rapidjson::Document& doc) {
+  bool operator()(BuildDocument& doc) {
     if (!mask) return parse_into(doc);
     if (member_writer) {
       MemberTee tee{doc, *member_writer, member};
@@ -216,7 +246,7 @@ struct TextGenerator {
       wrote_member = tee.wrote;
       return ok;
     }
-    detail::MaskFilter<rapidjson::Document> filter(doc, mask->root());
+    detail::MaskFilter<BuildDocument> filter(doc, mask->root());
     return parse_into(filter);
   }
 
@@ -225,7 +255,8 @@ struct TextGenerator {
     rapidjson::MemoryStream ms(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
     DepthLimitedHandler<Sink> handler{sink};
-    rapidjson::Reader reader;
+    ReaderStack stack;
+    rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, ReaderStack> reader(&stack, kReaderScratch);
     // Iterative: the parser itself uses no stack per nesting level. Without
     // kParseStopWhenDoneFlag, trailing garbage after the value is an error.
     result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag>(is, handler);
@@ -317,7 +348,7 @@ Result<Document> Document::parse(std::string_view text) {
   // Parsed values take about as many bytes as their text (strings copied, 16-byte nodes).
   Document d(chunk_for(text.size()));
   TextGenerator gen{text, nullptr, {}, false, false, nullptr, {}, false};
-  d.storage_->doc.Populate(gen);
+  populate(d.storage_->doc, gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
   return d;
 }
@@ -326,7 +357,7 @@ Result<Document> Document::parse(std::string_view text, const FieldMask& mask) {
   // A mask keeps a small part of what it reads: start small, the pool grows as needed.
   Document d(kSmallChunk);
   TextGenerator gen{text, &mask, {}, false, false, nullptr, {}, false};
-  d.storage_->doc.Populate(gen);
+  populate(d.storage_->doc, gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
   return d;
 }
@@ -338,7 +369,7 @@ Result<Document> CodedText::read(const StringCodes& codes, const FieldMask* fiel
   // Sized like Document::parse() sizes the document of a text or of a mask's part of one.
   Document d(fields ? kSmallChunk : chunk_for(text.size()));
   TextGenerator gen{text, fields, {}, false, false, nullptr, {}, false};
-  d.storage_->doc.Populate(gen);
+  populate(d.storage_->doc, gen);
   if (auto s = parse_outcome(gen, d.storage_->doc, false); !s) return fail(s.error());
   return d;
 }
@@ -350,7 +381,7 @@ Result<Document> CodedText::parse_writing_member(std::string_view text, const Fi
   detail::CodedWriter writer(scratch, codes);
   Document d(kSmallChunk);
   TextGenerator gen{text, &mask, {}, false, false, &writer, member, false};
-  d.storage_->doc.Populate(gen);
+  populate(d.storage_->doc, gen);
   if (auto s = parse_outcome(gen, d.storage_->doc); !s) return fail(s.error());
   member_text = gen.wrote_member ? CodedText(std::string(scratch.GetString(), scratch.GetSize())) : CodedText();
   return d;
@@ -361,12 +392,12 @@ Document Document::project(const Value& v, const FieldMask& mask) {
   struct Generator {
     const Value& v;
     const FieldMask& mask;
-    bool operator()(rapidjson::Document& doc) {
-      detail::MaskFilter<rapidjson::Document> filter(doc, mask.root());
+    bool operator()(BuildDocument& doc) {
+      detail::MaskFilter<BuildDocument> filter(doc, mask.root());
       return v.Accept(filter);
     }
   } gen{v, mask};
-  d.storage_->doc.Populate(gen);
+  populate(d.storage_->doc, gen);
   return d;
 }
 
@@ -376,8 +407,10 @@ Document Document::copy_of(const Value& v) {
   return d;
 }
 
-Document::Document(const Document& other) : Document(chunk_for_copy(other.storage_->doc)) {
-  storage_->doc.CopyFrom(other.storage_->doc, alloc());
+Document::Document(const Document& other) {
+  if (!other.storage_) return;  // null, like the original
+  storage_ = std::make_unique<Storage>(chunk_for_copy(other.storage_->doc));
+  storage_->doc.CopyFrom(other.storage_->doc, storage_->pool);
 }
 
 Document& Document::operator=(const Document& other) {
@@ -385,30 +418,34 @@ Document& Document::operator=(const Document& other) {
   return *this;
 }
 
-// A moved-from Document holds a fresh null document, so it stays usable.
-Document::Document(Document&& other) noexcept : storage_(std::move(other.storage_)) {
-  other.storage_ = std::make_unique<Storage>(kSmallChunk);
-}
+// A moved-from Document is null and holds no storage (see storage_): still usable, like any.
+Document::Document(Document&& other) noexcept : storage_(std::move(other.storage_)) {}
 Document& Document::operator=(Document&& other) noexcept {
-  std::swap(storage_, other.storage_);
+  storage_ = std::move(other.storage_);
   return *this;
 }
 Document::~Document() = default;
 
 std::string dump(const Value& v) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  // The text is built in scratch (scratch_stack.h) and copied out once: objects the operator
+  // writes (a pod, a status) fit it, so the result string is the one allocation.
+  constexpr std::size_t kTextScratch = 4096;
+  detail::ScratchStack<kTextScratch> text;
+  detail::ScratchStack<detail::WriterLevels::kBytes> levels;
+  using Buffer = rapidjson::GenericStringBuffer<rapidjson::UTF8<>, detail::ScratchStack<kTextScratch>>;
+  Buffer buf(&text, kTextScratch);
+  rapidjson::Writer<Buffer, rapidjson::UTF8<>, rapidjson::UTF8<>, detail::ScratchStack<detail::WriterLevels::kBytes>> w(buf, &levels);
   v.Accept(w);
   return {buf.GetString(), buf.GetSize()};
 }
 
-std::string Document::dump() const { return json::dump(storage_->doc); }
+std::string Document::dump() const { return json::dump(root()); }
 
 std::string Document::pretty() const {
   rapidjson::StringBuffer buf;
   rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
   w.SetIndent(' ', 2);
-  storage_->doc.Accept(w);
+  root().Accept(w);
   return {buf.GetString(), buf.GetSize()};
 }
 

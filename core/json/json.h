@@ -31,7 +31,9 @@ using Allocator = rapidjson::Document::AllocatorType;
 
 class Document {
  public:
-  Document();  // null
+  // Null. A default-constructed or moved-from document holds no storage (it allocates nothing)
+  // until something writes to it through root() or alloc().
+  Document() noexcept = default;
   static Document object();
   static Document array();
   // Parses one JSON text. Errors name the byte offset and the reason:
@@ -53,9 +55,10 @@ class Document {
   Document& operator=(Document&&) noexcept;
   ~Document();
 
-  Value& root() { return storage_->doc; }
-  const Value& root() const { return storage_->doc; }
-  Allocator& alloc() { return storage_->pool; }
+  // The mutable accessors give a document without storage its own (the first write needs it).
+  Value& root() { return storage().doc; }
+  const Value& root() const { return storage_ ? static_cast<const Value&>(storage_->doc) : null_value(); }
+  Allocator& alloc() { return storage().pool; }
 
   // Compact output in member order (what the API server gets).
   std::string dump() const;
@@ -65,18 +68,26 @@ class Document {
   friend bool operator==(const Document& a, const Document& b);
 
   // Heap bytes this document's pool holds (its chunks): what a cache pays per object.
-  std::size_t allocated_bytes() const { return storage_->pool.Capacity(); }
+  std::size_t allocated_bytes() const { return storage_ ? storage_->pool.Capacity() : 0; }
 
  private:
   // RapidJSON's own pool starts with a 64 KiB chunk; an informer caches tens of thousands of
   // documents of a few KiB each, so every document owns a pool sized to its content instead.
+  // The pool's base allocator is a member too: left to itself the pool allocates one (a
+  // stateless object) with its first chunk, an allocation for every document.
   struct Storage {
-    explicit Storage(std::size_t chunk_bytes) : pool(chunk_bytes), doc(&pool) {}
+    explicit Storage(std::size_t chunk_bytes) : pool(chunk_bytes, &chunks), doc(&pool) {}
+    rapidjson::CrtAllocator chunks;
     Allocator pool;
     rapidjson::Document doc;
   };
   explicit Document(std::size_t chunk_bytes);
+  Storage& storage();
+  static const Value& null_value();
   friend class CodedText;  // coded_text.h: reads the text it wrote without the duplicate-key walk
+  // Null for a document that was never written to, or whose storage moved to another document:
+  // its root is null_value(). A move leaves the source so, so a document changes hands (parse
+  // result, watch event, shared cache entry) without allocating a new empty one each time.
   std::unique_ptr<Storage> storage_;
 };
 

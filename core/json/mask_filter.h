@@ -6,6 +6,8 @@
 // dropped (a null inside braces).
 #pragma once
 
+#include <cstddef>
+#include <memory_resource>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,15 @@ class MaskFilter {
   using Node = FieldMask::Node;
   using SizeType = rapidjson::SizeType;
 
-  MaskFilter(Sink& out, const Node& root) : out_(out), root_(root) {}
+  // Room for the depth and the pending keys of a Kubernetes object, inside the filter (which
+  // lives in the frame of its parse): a parse allocates nothing for them unless it goes deeper.
+  MaskFilter(Sink& out, const Node& root) : out_(out), root_(root) {
+    frames_.reserve(16);
+    arrays_.reserve(16);
+    keys_.reserve(128);
+  }
+  MaskFilter(const MaskFilter&) = delete;
+  MaskFilter& operator=(const MaskFilter&) = delete;
 
   bool Null() { return scalar(true, [&] { return out_.Null(); }); }
   bool Bool(bool b) { return scalar(false, [&] { return out_.Bool(b); }); }
@@ -178,9 +188,12 @@ class MaskFilter {
 
   Sink& out_;
   const Node& root_;
-  std::vector<Frame> frames_;
-  std::vector<bool> arrays_;  // per frame: an array
-  std::string keys_;          // keys of frames not yet sent, then the pending member's key
+  // Backs the three stacks below; past it they grow on the heap.
+  alignas(std::max_align_t) unsigned char scratch_[1024];
+  std::pmr::monotonic_buffer_resource scratch_resource_{scratch_, sizeof scratch_};
+  std::pmr::vector<Frame> frames_{&scratch_resource_};
+  std::pmr::vector<bool> arrays_{std::pmr::polymorphic_allocator<bool>(&scratch_resource_)};  // per frame: an array
+  std::pmr::string keys_{&scratch_resource_};          // keys of frames not yet sent, then the pending member's key
   size_t pending_ = 0;        // where the pending member's key starts in keys_
   const Node* next_ = nullptr;  // the mask of the pending member (null: whole)
   bool skip_next_ = false;    // the pending member is not kept

@@ -44,7 +44,13 @@ std::vector<std::string> index_by_controller_uid(const json::Value& obj) {
   if (!refs || !refs->IsArray()) return {};
   for (const auto& ref : refs->GetArray()) {
     if (json::get_bool(ref, "/controller").value_or(false)) {
-      if (auto uid = json::get_string(ref, "/uid")) return {std::string(*uid)};
+      if (auto uid = json::get_string(ref, "/uid")) {
+        // Built in place: a braced list would copy the uid string once more (a uid is longer
+        // than the short-string buffer, so that is an allocation per index call).
+        std::vector<std::string> values;
+        values.emplace_back(*uid);
+        return values;
+      }
     }
   }
   return {};

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/json/json.h"
-#include "tests/bench/support/counting_malloc.h"
+#include "tests/support/counting_malloc.h"
 
 using namespace unitrain;
 

@@ -18,7 +18,7 @@
 
 #include "core/kube/informer.h"
 #include "core/kube/watch_decoder.h"
-#include "tests/bench/support/counting_malloc.h"
+#include "tests/support/counting_malloc.h"
 
 using namespace unitrain;
 
