@@ -310,9 +310,10 @@ class CreateRecorder final : public unitrain::testing::ForwardingClient {
   };
   using ForwardingClient::ForwardingClient;
 
+  // The next create of pod `name` in a create_all.
   void answer_once(std::string name, Answer answer, kube::ApiError error = {}) {
     std::lock_guard lock(mu_);
-    answers_.insert_or_assign(std::move(name), std::pair(answer, std::move(error)));
+    answers_.insert_or_assign("pods/" + name, std::pair(answer, std::move(error)));
   }
   std::vector<std::string> lines() const {
     std::lock_guard lock(mu_);
@@ -336,7 +337,7 @@ class CreateRecorder final : public unitrain::testing::ForwardingClient {
       std::optional<std::pair<Answer, kube::ApiError>> answer;
       {
         std::lock_guard lock(mu_);
-        if (auto it = answers_.find(name); it != answers_.end()) {
+        if (auto it = answers_.find(r.resource + "/" + name); it != answers_.end()) {
           answer = std::move(it->second);
           answers_.erase(it);
         }
@@ -444,7 +445,7 @@ TEST_CASE("controller: a resent pod create answered AlreadyExists for someone el
     "spec":{"containers":[{"name":"other","image":"busybox"}]}})").value().root());
   f.recorder.answer_once("train-worker-1", CreateRecorder::Answer::ResentConflict);
   f.start();
-  REQUIRE(eventually([&] { return f.events.has("ErrResourceExists"); }));
+  REQUIRE(eventually([&] { return f.events.has("Warning FailedCreatePod Error creating: pods \"train-worker-1\" already exists"); }));
   CHECK(f.count_events("SuccessfulCreatePod Created pod: train-worker-1") == 0);
   CHECK(f.count_events("SuccessfulCreatePod Created pod: train-worker-0") == 1);
   auto foreign = get(f.client, kPods, "train-worker-1");
