@@ -325,7 +325,7 @@ TEST_CASE("pytorch lifecycle: ttlSecondsAfterFinished deletes the finished job a
   CHECK(eventually([&] { return ctl->counters()["default"].deleted == 1; }));
 }
 
-TEST_CASE("pytorch lifecycle: a pod create burst whose connection drops after the first create is resent; the first "
+TEST_CASE("pytorch lifecycle: a pod create burst whose connection drops after the first create is resent, and the first "
           "pod, already stored, counts as created") {
   Cluster k;
   k.install_crd("kubeflow.org_pytorchjobs.yaml");
