@@ -52,7 +52,7 @@ struct JobCounters {
 struct JobControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 1;
-  int max_parallel_writes = 8;         // pods/services of one job created concurrently
+  int max_parallel_writes = 8;         // pod/service deletes in flight at once per controller (creates are pipelined)
   // How long a queued job waits before its pass, so that changes arriving together (its pods
   // starting, its children's creates being seen) make one pass and one status write.
   std::chrono::milliseconds settle{100};
@@ -156,8 +156,9 @@ class JobController final : public ChildEventSink {
 
   std::unique_ptr<SharedCaches> own_caches_;  // null on the process's shared caches
   std::unique_ptr<ChildCaches> children_;
-  // Fixed threads that carry out a job's pod/service creates and deletes in parallel; shared by
-  // all workers, so max_parallel_writes bounds writes in flight per controller.
+  // Fixed threads that carry out a job's pod/service deletes in parallel; shared by all workers,
+  // so max_parallel_writes bounds deletes in flight per controller. Creates need no threads: a
+  // pass sends them as pipelined exchanges (Client::create_all) itself.
   std::unique_ptr<WritePool> write_pool_;
   std::vector<std::thread> workers_;
   std::atomic<int> active_workers_{0};

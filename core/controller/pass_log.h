@@ -1,7 +1,7 @@
 // What one reconcile pass decided, for its debug line (JobController::reconcile writes it): the
 // objects it created and deleted, the conditions it set and why, the expectation or write it
-// waits for. Collected only when debug logging is on; thread-safe, since a pass creates and
-// deletes children on the write pool.
+// waits for. Collected only when debug logging is on; thread-safe, since a pass deletes children
+// on the write pool.
 #pragma once
 
 #include <mutex>

@@ -149,28 +149,115 @@ std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase)
     if (!desired) return internal_error(desired.error().message);
     desired_ = std::move(*desired);
   }
-  for (const auto& want : *desired_) {
-    if (want.after_pods != (phase == DesiredPhase::AfterPods)) continue;
-    if (auto e = create_or_update(want)) return e;
+  std::vector<const framework::DesiredObject*> wants;
+  for (const auto& want : *desired_)
+    if (want.after_pods == (phase == DesiredPhase::AfterPods)) wants.push_back(&want);
+  kube::ObjectPtr holder;
+  auto plain_create = [&](const framework::DesiredObject& want) { return !want.use_existing && !known_object(want, holder); };
+  for (size_t i = 0; i < wants.size();) {
+    if (!plain_create(*wants[i])) {
+      if (auto e = create_or_update(*wants[i], known_object(*wants[i], holder))) return e;
+      ++i;
+      continue;
+    }
+    // A run of creates of one resource (a replica type's Services) goes out as one exchange; the
+    // next object waits for it, and is not written after a failure in it.
+    std::vector<kube::ApiResult<ChildCreate>> run;
+    size_t end = i;
+    for (; end < wants.size() && wants[end]->resource == wants[i]->resource && plain_create(*wants[end]); ++end)
+      run.push_back(plan_desired_create(*wants[end]));
+    if (auto e = create_children(wants[i]->resource, run)) return e;
+    i = end;
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want) {
-  const std::string obj_name(api::name_of(want.object.root()));
-  kube::ObjectPtr cached_object;
-  const json::Value* existing = observed_child(want.resource, obj_name);
-  if (!existing) {
-    // Not among the job's children: absent, or not controlled by the job (someone else's).
-    const kube::Informer* informer = deps_.children.informer_for(want.resource);
-    if (informer && (cached_object = informer->cache().get(ns_ + "/" + obj_name))) existing = &cached_object->root();
+const json::Value* ReconcilePass::known_object(const framework::DesiredObject& want, kube::ObjectPtr& holder) const {
+  const std::string_view obj_name = api::name_of(want.object.root());
+  if (const json::Value* observed = observed_child(want.resource, obj_name)) return observed;
+  // Not among the job's children: absent, or not controlled by the job (someone else's).
+  const kube::Informer* informer = deps_.children.informer_for(want.resource);
+  if (informer && (holder = informer->cache().get(ns_ + "/" + std::string(obj_name)))) return &holder->root();
+  return nullptr;
+}
+
+kube::ApiResult<ReconcilePass::ChildCreate> ReconcilePass::plan_desired_create(const framework::DesiredObject& want) const {
+  ChildCreate create{want.object, std::string(api::name_of(want.object.root())),
+                     std::string(api::kind_of(want.object.root())), {}, {}, &want};
+  json::Document& obj = create.object;
+  (void)json::set_string(obj, "/metadata/namespace", ns_);
+  if (want.owned_by_job)
+    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return fail(internal_error(s.error().message));
+  label_for_caches(obj);
+  // A replica's Service is guarded like its pod: until the informer has seen it, the next
+  // pass must not create it again (training-operator's CreateNewService raises the services
+  // expectation before the POST). Without the replica-type label no informer event could
+  // lower it, so such objects are not expected.
+  if (want.resource == kServices) {
+    const std::string type = writes_.replica_type_of(obj.root());
+    if (!type.empty()) create.expectation = Expectations::services_key(ns_, name_, type);
   }
+  return create;
+}
+
+std::optional<ApiError> ReconcilePass::create_children(const kube::GroupVersionResource& resource,
+                                                       std::vector<kube::ApiResult<ChildCreate>>& planned) {
+  std::vector<json::Document> objects;
+  std::vector<size_t> item_of;  // the planned item each object is
+  objects.reserve(planned.size());
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (!planned[i]) continue;
+    if (!planned[i]->expectation.empty()) deps_.expectations.expect_creations(planned[i]->expectation, 1);
+    objects.push_back(std::move(planned[i]->object));
+    item_of.push_back(i);
+  }
+  // Nothing of the responses is read: the informer's ADD is what the expectation waits for.
+  auto outcomes = objects.empty() ? std::vector<kube::CreateOutcome>()
+                                  : deps_.client.create_all(resource, objects, nothing_read_back());
+  std::vector<std::optional<ApiError>> errors(planned.size());
+  for (size_t i = 0; i < planned.size(); ++i)
+    if (!planned[i]) errors[i] = planned[i].error();
+  for (size_t k = 0; k < item_of.size(); ++k) errors[item_of[k]] = settle_create(resource, *planned[item_of[k]], std::move(outcomes[k]));
+  for (auto& e : errors)
+    if (e) return std::move(e);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReconcilePass::settle_create(const kube::GroupVersionResource& resource, const ChildCreate& create,
+                                                     kube::CreateOutcome outcome) {
+  auto created = [&]() -> std::optional<ApiError> {
+    log_.note("created " + resource.resource, create.name);
+    writes_.child_event(framework::ChildEvent::Created, {create.kind, create.name, create.replica_type});
+    return std::nullopt;
+  };
+  auto lower = [&] {
+    if (!create.expectation.empty()) deps_.expectations.creation_observed(create.expectation);  // no ADD will come for it
+  };
+  const auto& r = outcome.result;
+  if (r) return created();
+  if (!r.error().is(ApiError::Reason::AlreadyExists)) {
+    lower();
+    log_.notef("failed to create " + resource.resource, "{}: {}", create.name, r.error().message);
+    writes_.child_event(framework::ChildEvent::CreateFailed, {create.kind, create.name, create.replica_type, r.error().message});
+    return r.error();
+  }
+  // Not in our cache, yet there: ours, created by a pass the cache has not caught up with, or
+  // someone else's, which the job must not take.
+  auto live = deps_.client.get(resource, ns_, create.name);
+  const bool ours = live && api::is_controlled_by(live->root(), uid_);
+  // Sent again after its exchange broke off unanswered: the first copy was stored. That is this
+  // create's own write (its informer ADD lowers the expectation it raised), not a conflict.
+  if (ours && outcome.resent) return created();
+  lower();
+  if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
+  if (ours) return create.want ? label_into_caches(resource, live->root()) : std::nullopt;
+  if (create.want && create.want->use_existing) return std::nullopt;
+  return foreign_object(create.kind, resource, create.name);
+}
+
+std::optional<ApiError> ReconcilePass::create_or_update(const framework::DesiredObject& want, const json::Value* existing) {
+  const std::string obj_name(api::name_of(want.object.root()));
   if (!existing) {
-    json::Document obj = want.object;
-    (void)json::set_string(obj, "/metadata/namespace", ns_);
-    if (want.owned_by_job)
-      if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
-    label_for_caches(obj);
     if (want.use_existing) {
       // The cache holds only objects with our labels: one the job may use as it is (a
       // ServiceAccount the pod template names) is looked up rather than created in vain.
@@ -178,36 +265,9 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (live) return api::is_controlled_by(live->root(), uid_) ? label_into_caches(want.resource, live->root()) : std::nullopt;
       if (!live.error().is(ApiError::Reason::NotFound)) return live.error();
     }
-    // A replica's Service is guarded like its pod: until the informer has seen it, the next
-    // pass must not create it again (training-operator's CreateNewService raises the services
-    // expectation before the POST). Without the replica-type label no informer event could
-    // lower it, so such objects are not expected.
-    std::string expectation;
-    if (want.resource == kServices) {
-      const std::string type = writes_.replica_type_of(obj.root());
-      if (!type.empty()) expectation = Expectations::services_key(ns_, name_, type);
-    }
-    if (!expectation.empty()) deps_.expectations.expect_creations(expectation, 1);
-    auto r = deps_.client.create(want.resource, ns_, obj.root(), nothing_read_back());
-    if (!r && !expectation.empty()) deps_.expectations.creation_observed(expectation);  // no ADD will come for it
-    if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
-      // Not in our cache, yet there: ours, created by a pass the cache has not caught up with,
-      // or someone else's.
-      auto live = deps_.client.get(want.resource, ns_, obj_name);
-      if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-      if (api::is_controlled_by(live->root(), uid_)) return label_into_caches(want.resource, live->root());
-      if (want.use_existing) return std::nullopt;
-      return foreign_object(api::kind_of(want.object.root()), want.resource, obj_name);
-    }
-    const std::string kind(api::kind_of(want.object.root()));
-    if (!r) {
-      log_.notef("failed to create " + want.resource.resource, "{}: {}", obj_name, r.error().message);
-      writes_.child_event(framework::ChildEvent::CreateFailed, {kind, obj_name, {}, r.error().message});
-      return r.error();
-    }
-    log_.note("created " + want.resource.resource, obj_name);
-    writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
-    return std::nullopt;
+    std::vector<kube::ApiResult<ChildCreate>> one;
+    one.push_back(plan_desired_create(want));
+    return create_children(want.resource, one);
   }
   if (!api::is_controlled_by(*existing, uid_)) {
     if (want.use_existing) return std::nullopt;
@@ -313,44 +373,30 @@ std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
     }
     writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod)});
   }
-  std::vector<framework::PodSlot> missing = plan.missing;
-  return run_bounded(deps_.write_pool, missing, [&](const framework::PodSlot& slot) { return create_slot_pod(slot); });
+  // The missing pods, in slot order, as one pipelined exchange on this thread: a pool thread per
+  // create would cost a wake-up and a connection's round trip each.
+  std::vector<kube::ApiResult<ChildCreate>> creates;
+  creates.reserve(plan.missing.size());
+  for (const auto& slot : plan.missing) creates.push_back(plan_slot_pod(slot));
+  return create_children(kPods, creates);
 }
 
-std::optional<ApiError> ReconcilePass::create_slot_pod(const framework::PodSlot& slot) {
+kube::ApiResult<ReconcilePass::ChildCreate> ReconcilePass::plan_slot_pod(const framework::PodSlot& slot) {
   auto built = build_pod(descriptor_, job_.root(), slot.replica_type, slot.index);
-  if (!built) return internal_error(built.error().message);
+  if (!built) return fail(internal_error(built.error().message));
   if (!slot.name.empty()) (void)json::set_string(built->pod, "/metadata/name", slot.name);
+  (void)json::set_string(built->pod, "/metadata/namespace", ns_);
   const std::string pod_name(api::name_of(built->pod.root()));
   if (built->template_restart_policy_overridden)
     writes_.child_event(framework::ChildEvent::TemplateRestartPolicy, {"Pod", pod_name, slot.replica_type});
-  if (auto st = deps_.plugin.decorate_pod(job_.root(), slot, built->pod); !st) return internal_error(st.error().message);
+  if (auto st = deps_.plugin.decorate_pod(job_.root(), slot, built->pod); !st) return fail(internal_error(st.error().message));
   if (deps_.gang) {
     auto decoration = deps_.gang->decorate_pod(built->pod, name_, lower(slot.replica_type), {});
     if (decoration.template_scheduler_differs)
       writes_.child_event(framework::ChildEvent::TemplateSchedulerName, {"Pod", pod_name, slot.replica_type});
   }
-  const std::string expectation = Expectations::pods_key(ns_, name_, lower(slot.replica_type));
-  deps_.expectations.expect_creations(expectation, 1);
-  // Nothing of the response is read: the informer's ADD is what the expectation waits for.
-  auto r = deps_.client.create(kPods, ns_, built->pod.root(), nothing_read_back());
-  if (r) {
-    log_.note("created pods", pod_name);
-    writes_.child_event(framework::ChildEvent::Created, {"Pod", pod_name, slot.replica_type});
-    return std::nullopt;
-  }
-  deps_.expectations.creation_observed(expectation);
-  if (!r.error().is(ApiError::Reason::AlreadyExists)) {
-    log_.notef("failed to create pods", "{}: {}", pod_name, r.error().message);
-    writes_.child_event(framework::ChildEvent::CreateFailed, {"Pod", pod_name, slot.replica_type, r.error().message});
-    return r.error();
-  }
-  // The pod cache holds only the job's pods: a pod of that name is ours, created by a pass the
-  // cache has not caught up with, or someone else's, which the job must not take.
-  auto live = deps_.client.get(kPods, ns_, pod_name);
-  if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-  if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
-  return foreign_object("Pod", kPods, pod_name);
+  return ChildCreate{std::move(built->pod), pod_name, "Pod", slot.replica_type,
+                     Expectations::pods_key(ns_, name_, lower(slot.replica_type)), nullptr};
 }
 
 void ReconcilePass::label_for_caches(json::Document& obj) const {

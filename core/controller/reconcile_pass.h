@@ -97,6 +97,16 @@ class ReconcilePass {
   enum class GangAdmission { Admitted, Held };
   // Which of the framework's desired objects a step writes (DesiredObject::after_pods).
   enum class DesiredPhase { BeforePods, AfterPods };
+  // One create the pass decided on (a slot pod, or a desired object it found absent): what it
+  // sends and how its answer is settled.
+  struct ChildCreate {
+    json::Document object;     // named, in the job's namespace
+    std::string name;
+    std::string kind;          // "Pod", "Service", ...
+    std::string replica_type;  // canonical, for a slot pod's events
+    std::string expectation;   // the pods / services key the informer's ADD lowers; "" for none
+    const framework::DesiredObject* want = nullptr;  // null for a slot pod
+  };
 
   // --- admission ------------------------------------------------------------------------------
   bool managed_here() const;
@@ -128,8 +138,23 @@ class ReconcilePass {
   // Writes the draft onto `job_on_server` (the cached job, or the job as this pass's own earlier
   // write returned it) when it differs from what the server has.
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
-  std::optional<kube::ApiError> create_slot_pod(const framework::PodSlot& slot);
-  std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want);
+  kube::ApiResult<ChildCreate> plan_slot_pod(const framework::PodSlot& slot);
+  kube::ApiResult<ChildCreate> plan_desired_create(const framework::DesiredObject& want) const;
+  // Creates `planned` (all of `resource`; a failed plan is that item's error) in their order as
+  // one pipelined exchange (Client::create_all) on this thread: each raises its expectation
+  // before the exchange and is settled in turn after it. Every item is tried; the error is the
+  // first failing item's.
+  std::optional<kube::ApiError> create_children(const kube::GroupVersionResource& resource,
+                                                std::vector<kube::ApiResult<ChildCreate>>& planned);
+  // The answer to one create: events, log, and the expectation lowered when no ADD will come. A
+  // create answered AlreadyExists is looked up: ours or someone else's.
+  std::optional<kube::ApiError> settle_create(const kube::GroupVersionResource& resource, const ChildCreate& create,
+                                              kube::CreateOutcome outcome);
+  // `existing`: the object of the wanted name the caches hold (known_object), null when none.
+  std::optional<kube::ApiError> create_or_update(const framework::DesiredObject& want, const json::Value* existing);
+  // The object named like `want` that the caches hold: among the job's children, or (not
+  // controlled by the job) in the informer's cache, which `holder` then keeps alive. Null: none.
+  const json::Value* known_object(const framework::DesiredObject& want, kube::ObjectPtr& holder) const;
   // The child of kind `resource` named `name` this pass observed (the job controls it); null
   // when it observed none.
   const json::Value* observed_child(const kube::GroupVersionResource& resource, std::string_view name) const;

@@ -148,38 +148,61 @@ std::optional<ApiError> WorkloadPass::update_child(const framework::DesiredObjec
 }
 
 std::optional<ApiError> WorkloadPass::create_children(const std::vector<framework::DesiredObject>& creations) {
-  // Runs of one resource go out in parallel on the write pool (whose threads bound the writes in
-  // flight; each still waits for the client's rate limiter); the next run waits for this one, and
-  // does not start after a failure in it.
+  // A run of one resource goes out as one pipelined exchange (Client::create_all) on this
+  // thread, every creation of it tried; the next run waits for this one, and does not start
+  // after a failure in it.
   for (std::size_t begin = 0; begin < creations.size();) {
     std::size_t end = begin + 1;
     while (end < creations.size() && creations[end].resource == creations[begin].resource) ++end;
-    std::vector<const framework::DesiredObject*> run;
-    for (std::size_t i = begin; i < end; ++i) run.push_back(&creations[i]);
-    if (auto e = run_bounded(deps_.write_pool, run, [&](const framework::DesiredObject* want) { return create_child(*want); }))
-      return e;
+    std::vector<json::Document> objects;
+    std::vector<std::optional<ApiError>> errors(end - begin);
+    std::vector<std::size_t> sent;  // the creation each object is
+    for (std::size_t i = begin; i < end; ++i) {
+      auto obj = prepared(creations[i]);
+      if (!obj) {
+        errors[i - begin] = obj.error();
+        continue;
+      }
+      objects.push_back(std::move(*obj));
+      sent.push_back(i);
+    }
+    auto outcomes = objects.empty() ? std::vector<kube::CreateOutcome>()
+                                    : deps_.client.create_all(creations[begin].resource, objects, nothing_read_back());
+    for (std::size_t k = 0; k < sent.size(); ++k) errors[sent[k] - begin] = settle_child(creations[sent[k]], std::move(outcomes[k]));
+    for (auto& e : errors)
+      if (e) return std::move(e);
     begin = end;
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> WorkloadPass::create_child(const framework::DesiredObject& want) {
-  const std::string obj_name(api::name_of(want.object.root()));
-  const std::string kind(api::kind_of(want.object.root()));
+kube::ApiResult<json::Document> WorkloadPass::prepared(const framework::DesiredObject& want) const {
   json::Document obj = want.object;
   (void)json::set_string(obj, "/metadata/namespace", ns_);
   if (want.owned_by_job)
-    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return internal_error(s.error().message);
+    if (auto s = api::set_owner_reference(obj, api::make_owner_reference(cached())); !s) return fail(internal_error(s.error().message));
   if (auto labels = child_labels(descriptor_); labels)
     for (const auto& [key, value] : *labels) (void)api::set_label(obj, key, value);
-  auto r = deps_.client.create(want.resource, ns_, obj.root(), nothing_read_back());
+  return obj;
+}
+
+std::optional<ApiError> WorkloadPass::settle_child(const framework::DesiredObject& want, kube::CreateOutcome outcome) {
+  const std::string obj_name(api::name_of(want.object.root()));
+  const std::string kind(api::kind_of(want.object.root()));
+  auto created = [&]() -> std::optional<ApiError> {
+    log_.note("created " + want.resource.resource, obj_name);
+    writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
+    return std::nullopt;
+  };
+  const auto& r = outcome.result;
   if (!r && r.error().is(ApiError::Reason::AlreadyExists)) {
     // Whoever's it is, it is used as it is.
     if (want.use_existing) return std::nullopt;
-    // Created by a pass the cache has not caught up with, or someone else's.
+    // Created by a pass the cache has not caught up with, by this create's own first copy (it
+    // was resent after its exchange broke off unanswered), or someone else's.
     auto live = deps_.client.get(want.resource, ns_, obj_name);
     if (!live) return live.error().is(ApiError::Reason::NotFound) ? std::nullopt : std::optional<ApiError>(live.error());
-    if (api::is_controlled_by(live->root(), uid_)) return std::nullopt;
+    if (api::is_controlled_by(live->root(), uid_)) return outcome.resent ? created() : std::nullopt;
     const auto wording = deps_.plugin.foreign_object_wording(cached(), {kind, want.resource.resource, obj_name});
     writes_.event("Warning", wording.reason, wording.message);
     ApiError e;
@@ -192,9 +215,7 @@ std::optional<ApiError> WorkloadPass::create_child(const framework::DesiredObjec
     writes_.child_event(framework::ChildEvent::CreateFailed, {kind, obj_name, {}, r.error().message});
     return r.error();
   }
-  log_.note("created " + want.resource.resource, obj_name);
-  writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
-  return std::nullopt;
+  return created();
 }
 
 }  // namespace unitrain::controller

@@ -26,7 +26,11 @@ class WorkloadPass {
   std::optional<kube::ApiError> delete_child(const framework::ChildDeletion& deletion);
   std::optional<kube::ApiError> update_child(const framework::DesiredObject& want);
   std::optional<kube::ApiError> create_children(const std::vector<framework::DesiredObject>& creations);
-  std::optional<kube::ApiError> create_child(const framework::DesiredObject& want);
+  // The object as the pass creates it: in the job's namespace, owned by the job (unless the plan
+  // says otherwise), with the module's child labels.
+  kube::ApiResult<json::Document> prepared(const framework::DesiredObject& want) const;
+  // The answer to one create: events, log, and an AlreadyExists looked up (ours or someone else's).
+  std::optional<kube::ApiError> settle_child(const framework::DesiredObject& want, kube::CreateOutcome outcome);
   const json::Value& cached() const { return cached_->root(); }
 
   const PassDependencies& deps_;

@@ -1,11 +1,12 @@
-// Carries out a job's pod and service creates and deletes in parallel. One pool is shared by all
-// workers of a controller, so JobControllerOptions::max_parallel_writes bounds the writes in
-// flight per controller.
+// Carries out a job's pod and service deletes in parallel. One pool is shared by all workers of a
+// controller, so JobControllerOptions::max_parallel_writes bounds the deletes in flight per
+// controller. (Creates do not come here: a pass sends a run of them as one pipelined exchange,
+// Client::create_all, on its own thread; a delete has no such path.)
 //
 // The thread that hands over a batch runs items of it too (caller-runs) and the pool wakes no
 // more of its threads than the batch has items left for: a write is a short HTTP round trip, and
 // on a small machine waking a sleeping thread costs about as much as the write's own CPU, so a
-// batch of four creates wakes three threads, not the whole pool, and the caller is woken only if
+// batch of four deletes wakes three threads, not the whole pool, and the caller is woken only if
 // it finished its own share before the others did theirs.
 #pragma once
 

@@ -206,8 +206,9 @@ class PipelineDepartures {
   // Running=False after the core's Suspended, and the replica counts); training-operator's
   // suspend writes only Suspended and, for a running job, Running=False.
   virtual bool status_while_suspended() const { return false; }
-  // Workers are created and deleted one at a time in index order, so a watcher sees them in
-  // that order (mpi-operator); training-operator's kinds are written in parallel.
+  // Workers are deleted one at a time in index order, so a watcher sees them in that order
+  // (mpi-operator); training-operator's kinds delete in parallel. Creates are in index order for
+  // every kind (one pipelined exchange, which the server answers in order).
   virtual bool ordered_pod_writes() const { return false; }
 };
 
@@ -243,8 +244,8 @@ struct WorkloadPlan {
   std::vector<DesiredObject> updates;
   // Created when missing (the core adds the controller owner reference unless owned_by_job is
   // false); one the job already controls is left as it is, another owner's is a conflict
-  // (foreign_object_wording). Consecutive creations of one resource are sent in parallel (at
-  // most the controller's max_parallel_writes at a time); each run of them starts once the one
+  // (foreign_object_wording). Consecutive creations of one resource are sent together, in their
+  // order, as one pipelined exchange (Client::create_all), every one of them tried; each run of them starts once the one
   // before it is done, and a run with a failure ends the pass before the next (a JobSet's
   // Service, then its PersistentVolumeClaims, then its Jobs, as upstream stops at a failed step).
   std::vector<DesiredObject> creations;

@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -376,4 +379,160 @@ TEST_CASE("controller: a confirmation that fails creates nothing and the pass is
   CHECK_FALSE(controller.reconcile("ns/train").error);
   CHECK(count_writes(client, kube::FakeClient::Verb::Create, "pods") == 1);
   controller.stop();
+}
+
+namespace {
+
+// Records every create the controller makes, each Client::create_all as one line ("pods: a b c")
+// and each lone create as "create pods/a", and answers chosen creates of a create_all as the
+// test says instead of (or besides) passing them on.
+class CreateRecorder final : public unitrain::testing::ForwardingClient {
+ public:
+  enum class Answer {
+    Refused,          // not sent: answered with `error`
+    ResentAfterDrop,  // the first copy stored, then resent and answered AlreadyExists (resent)
+    ResentConflict,   // resent and answered as the server answers it (an AlreadyExists of someone else's)
+  };
+  using ForwardingClient::ForwardingClient;
+
+  // The next create of pod `name` in a create_all.
+  void answer_once(std::string name, Answer answer, kube::ApiError error = {}) {
+    std::lock_guard lock(mu_);
+    answers_.insert_or_assign("pods/" + name, std::pair(answer, std::move(error)));
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                   const kube::WriteOptions& opts = {}) override {
+    note(fmt::format("create {}/{}", r.resource, unitrain::api::name_of(obj)));
+    return inner_.create(r, ns, obj, opts);
+  }
+  std::vector<kube::CreateOutcome> create_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
+                                              const kube::WriteOptions& opts = {}) override {
+    std::string line = r.resource + ":";
+    for (const auto& o : objects) line += " " + std::string(unitrain::api::name_of(o.root()));
+    note(line);
+    std::vector<kube::CreateOutcome> out;
+    for (const auto& o : objects) {
+      const std::string name(unitrain::api::name_of(o.root()));
+      const std::string ns(json::get_string(o.root(), "/metadata/namespace").value_or(""));
+      std::optional<std::pair<Answer, kube::ApiError>> answer;
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = answers_.find(r.resource + "/" + name); it != answers_.end()) {
+          answer = std::move(it->second);
+          answers_.erase(it);
+        }
+      }
+      if (!answer) {
+        out.push_back({inner_.create(r, ns, o.root(), opts), false});
+      } else if (answer->first == Answer::Refused) {
+        out.push_back({unitrain::fail(answer->second), false});
+      } else {
+        if (answer->first == Answer::ResentAfterDrop) REQUIRE(inner_.create(r, ns, o.root(), opts));
+        out.push_back({inner_.create(r, ns, o.root(), opts), true});
+      }
+    }
+    return out;
+  }
+
+ private:
+  void note(std::string line) {
+    std::lock_guard lock(mu_);
+    lines_.push_back(std::move(line));
+  }
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+  std::map<std::string, std::pair<Answer, kube::ApiError>, std::less<>> answers_;
+};
+
+struct RecorderFixture {
+  kube::FakeClient client;
+  CreateRecorder recorder{client};
+  kube::RealClock clock;
+  RecordingSink events;
+  std::unique_ptr<c::JobController> controller;
+
+  void start() {
+    controller = std::make_unique<c::JobController>(recorder, clock, events, std::make_unique<EchoPlugin>(), c::JobControllerOptions{});
+    controller->start();
+    REQUIRE(controller->wait_for_sync(std::chrono::seconds(5)));
+  }
+  size_t count_events(std::string_view needle) const {
+    size_t n = 0;
+    for (const auto& e : events.events()) n += e.find(needle) != std::string::npos;
+    return n;
+  }
+};
+
+const std::string kFourPods = "pods: train-worker-0 train-worker-1 train-worker-2 train-worker-3";
+const std::string kFourServices = "services: train-worker-0 train-worker-1 train-worker-2 train-worker-3";
+
+}  // namespace
+
+TEST_CASE("controller: a pass creates its services, then its pods, each as one create_all in replica order") {
+  RecorderFixture f;
+  f.client.seed(kJobs, echo_job("train", 4).root());
+  f.start();
+  REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4; }));
+  REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
+  // No lone create, no create on another thread: one exchange per resource, in the pass's order.
+  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServices, kFourPods});
+  CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-") == 4);
+  CHECK(f.count_events("Normal SuccessfulCreateService Created service: train-worker-") == 4);
+}
+
+TEST_CASE("controller: the 2nd of 4 pod creates fails: the others are created, the failure is the pass's error, and "
+          "the next pass creates only that pod") {
+  RecorderFixture f;
+  f.client.seed(kJobs, echo_job("train", 4).root());
+  kube::ApiError quota;
+  quota.reason = kube::ApiError::Reason::Forbidden;
+  quota.code = 403;
+  quota.message = "exceeded quota: pods";
+  f.recorder.answer_once("train-worker-1", CreateRecorder::Answer::Refused, quota);
+  f.start();
+  // The failed create lowered its expectation again: the retry does not wait for an ADD that
+  // will never come (it would wait 5 minutes).
+  REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4; }));
+  REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
+  const auto lines = f.recorder.lines();
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == kFourServices);
+  CHECK(lines[1] == kFourPods);
+  CHECK(lines[2] == "pods: train-worker-1");
+  CHECK(f.count_events("Warning FailedCreatePod Error creating: exceeded quota: pods") == 1);
+  CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-") == 4);
+}
+
+TEST_CASE("controller: a pod create resent after its exchange broke off and answered AlreadyExists is ours: created") {
+  RecorderFixture f;
+  f.client.seed(kJobs, echo_job("train", 4).root());
+  f.recorder.answer_once("train-worker-1", CreateRecorder::Answer::ResentAfterDrop);
+  f.start();
+  REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
+  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServices, kFourPods});
+  CHECK(count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4);
+  CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-1") == 1);
+  CHECK(f.count_events("Warning") == 0);
+  // The pass went on: the job's pods run it to Succeeded.
+  for (int i = 0; i < 4; ++i) set_phase(f.client, fmt::format("train-worker-{}", i), "Succeeded");
+  REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Succeeded=True"; }));
+}
+
+TEST_CASE("controller: a resent pod create answered AlreadyExists for someone else's pod is a conflict, as any") {
+  RecorderFixture f;
+  f.client.seed(kJobs, echo_job("train", 2).root());
+  f.client.seed(kPods, Document::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-worker-1","namespace":"ns"},
+    "spec":{"containers":[{"name":"other","image":"busybox"}]}})").value().root());
+  f.recorder.answer_once("train-worker-1", CreateRecorder::Answer::ResentConflict);
+  f.start();
+  REQUIRE(eventually([&] { return f.events.has("Warning FailedCreatePod Error creating: pods \"train-worker-1\" already exists"); }));
+  CHECK(f.count_events("SuccessfulCreatePod Created pod: train-worker-1") == 0);
+  CHECK(f.count_events("SuccessfulCreatePod Created pod: train-worker-0") == 1);
+  auto foreign = get(f.client, kPods, "train-worker-1");
+  CHECK(unitrain::api::owner_references_of(foreign.root()).empty());
 }

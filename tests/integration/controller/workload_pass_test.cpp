@@ -2,12 +2,12 @@
 // fake API server, with a kind that exists only in this test: its children are ConfigMaps, its
 // status counts them. The status goes first; a failed status write acts on nothing; a child the
 // job does not control is never taken over; a plan can delete children and the job itself;
-// creations of one resource go out in parallel, run after run; an unowned creation stays unowned.
+// creations of one resource go out as one pipelined exchange, run after run; an unowned creation stays unowned.
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -128,45 +128,35 @@ bool status_written_before_create(const kube::FakeClient& client) {
   return first_status < first_create;
 }
 
-// The fake API server, with each ConfigMap create held until `quorum` of them are in flight at
-// once (or 5 s have passed), and the order creates start and end in.
-class HoldingCreates final : public unitrain::testing::ForwardingClient {
+// The fake API server, recording each create as the controller makes it: a Client::create_all
+// as one line ("configmaps: a b"), a lone create as "create configmaps/a".
+class RecordedCreates final : public unitrain::testing::ForwardingClient {
  public:
-  HoldingCreates(kube::Client& inner, size_t quorum) : ForwardingClient(inner), quorum_(quorum) {}
+  using ForwardingClient::ForwardingClient;
   kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const kube::WriteOptions& opts = {}) override {
-    const std::string name(unitrain::api::name_of(obj));
-    {
-      std::unique_lock lock(mu_);
-      trace_.push_back("start " + name);
-      if (r == kPlanChildren) {
-        ++in_flight_;
-        max_in_flight_ = std::max(max_in_flight_, in_flight_);
-        cv_.notify_all();
-        cv_.wait_for(lock, std::chrono::seconds(5), [&] { return in_flight_ >= quorum_; });
-      }
-    }
-    auto result = inner_.create(r, ns, obj, opts);
-    std::lock_guard lock(mu_);
-    if (r == kPlanChildren) --in_flight_;
-    trace_.push_back("end " + name);
-    return result;
+    note(fmt::format("create {}/{}", r.resource, unitrain::api::name_of(obj)));
+    return inner_.create(r, ns, obj, opts);
   }
-  size_t max_in_flight() const {
-    std::lock_guard lock(mu_);
-    return max_in_flight_;
+  std::vector<kube::CreateOutcome> create_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
+                                              const kube::WriteOptions& opts = {}) override {
+    std::string line = r.resource + ":";
+    for (const auto& o : objects) line += " " + std::string(unitrain::api::name_of(o.root()));
+    note(line);
+    return inner_.create_all(r, objects, opts);
   }
-  std::vector<std::string> trace() const {
+  std::vector<std::string> lines() const {
     std::lock_guard lock(mu_);
-    return trace_;
+    return lines_;
   }
 
  private:
-  const size_t quorum_;
+  void note(std::string line) {
+    std::lock_guard lock(mu_);
+    lines_.push_back(std::move(line));
+  }
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  size_t in_flight_ = 0, max_in_flight_ = 0;
-  std::vector<std::string> trace_;
+  std::vector<std::string> lines_;
 };
 
 struct PlanFixture {
@@ -243,25 +233,20 @@ TEST_CASE("workload pass: a plan deletes a child, then the job itself") {
   REQUIRE(eventually([&] { return !f.client.get(kPlanJobs, "ns", "p").has_value(); }));
 }
 
-TEST_CASE("workload pass: creations of one resource go out in parallel, each run after the one before") {
+TEST_CASE("workload pass: creations of one resource go out as one create_all, each run after the one before") {
   PlanFixture f;
-  // Four ConfigMaps, each held until all four are in flight: one at a time, none would get there.
-  HoldingCreates holding(f.client, 4);
-  // The controller's threads call `holding` (a late create may wait in it for its quorum): the
-  // controller stops before `holding` goes, whichever way the test ends.
+  RecordedCreates recorded(f.client);
+  // The controller calls `recorded`: it stops before `recorded` goes, whichever way the test ends.
   struct StopControllerFirst {
     PlanFixture& fixture;
     ~StopControllerFirst() { fixture.controller.reset(); }
   } stop_controller_first{f};
   f.client.seed(kPlanJobs, plan_job("p", R"({"children":4})").root());
-  f.start(&holding);
-  REQUIRE(eventually([&] { return holding.trace().size() == 10; }));  // the Secret's and four ConfigMaps' start and end
-  CHECK(holding.max_in_flight() == 4);
-  // The Secret (the run before) was created before any ConfigMap create started.
-  const auto trace = holding.trace();
-  REQUIRE(trace.size() >= 2);
-  CHECK(trace[0] == "start p");
-  CHECK(trace[1] == "end p");
+  f.start(&recorded);
+  REQUIRE(eventually([&] { return f.client.get(kPlanChildren, "ns", "p-child-3").has_value(); }));
+  // The Secret (the run before), then the four ConfigMaps in the plan's order, each run one
+  // exchange made by the pass itself.
+  CHECK(recorded.lines() == std::vector<std::string>{"secrets: p", "configmaps: p-child-0 p-child-1 p-child-2 p-child-3"});
   CHECK(f.client.get(kPlanSecrets, "ns", "p").has_value());
 }
 
