@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -37,6 +38,13 @@ struct TransportOptions {
   // cancelled context does to client-go's requests, so a stopping process is not held up by a
   // server that does not answer.
   std::stop_token cancel;
+  // A streamed body (a watch) whose data keeps coming is read in batches: when the reader has
+  // taken everything there is and its last wait for data was shorter than this, it sleeps this
+  // long before it waits on the socket again (never past its read's deadline; cancel() ends the
+  // sleep at once), and one wake-up then takes every chunk that arrived meanwhile instead of one
+  // wake-up per chunk. A sleep that gathered nothing ends the batching until data comes quickly
+  // again, so a sparse or idle stream is read the moment data arrives, as with 0 (off).
+  std::chrono::microseconds stream_hold{2000};
 };
 
 // The body of a response that is read incrementally (watches). Owned by one reader thread;
@@ -50,8 +58,16 @@ class BodyStream {
   // Appends body bytes to `out` (Data), or reports the end of the body (End) or that `wait`
   // passed with no bytes (Timeout; the stream stays usable). A connection dropped before the end
   // of the body is a ConnectionLost error; cancel() makes it a Cancelled error.
+  // Every complete chunk already received is appended in one read.
   virtual Result<Read, http::TransportError> read(std::chrono::milliseconds wait, std::string& out) = 0;
   virtual void cancel() = 0;
+  // How often the reader slept before reading on (TransportOptions::stream_hold), and how many of
+  // those sleeps found nothing arrived; any thread may ask.
+  struct Holds {
+    uint64_t holds = 0;
+    uint64_t empty = 0;
+  };
+  virtual Holds holds() const = 0;
 };
 
 class Transport {
