@@ -657,7 +657,11 @@ class StreamImpl final : public BodyStream {
       run_until_finished(*conn_, [this] { return !in_flight_; }, deadline);
       if (cancelled_) return cancelled_error();
       if (in_flight_) return Read::Timeout;
-      if (from_socket_ && measure_) dense_ = Clock::now() - read_started_ < hold_;
+      if (from_socket_ && measure_) {
+        // A read that found its data waiting tells nothing about the gaps between bursts.
+        const auto waited = Clock::now() - read_started_;
+        if (waited >= kSlept) dense_ = waited < hold_;
+      }
       measure_ = true;
       read_before_ = true;
       if (!ec_) take_buffered();
@@ -691,6 +695,8 @@ class StreamImpl final : public BodyStream {
 
  private:
   static constexpr size_t kReadRoom = 16 * 1024;
+  // A read that took longer slept until its data arrived (one that finds it waiting takes a few µs).
+  static constexpr std::chrono::microseconds kSlept{50};
 
   TransportError broken(const boost::system::error_code& ec) const {
     return {Kind::ConnectionLost, fmt::format("{}: stream broken before the end of the body: {}", what_, ec.message()),
@@ -752,7 +758,7 @@ class StreamImpl final : public BodyStream {
   // Batching state of the reader thread (see TransportOptions::stream_hold).
   bool from_socket_ = false;
   bool read_before_ = false;
-  bool dense_ = false;    // the last socket read found data within hold_
+  bool dense_ = false;    // the last read that slept was woken within hold_
   bool measure_ = true;   // false for a read that held: its time is the hold's
   Clock::time_point read_started_{};
   std::mutex hold_mu_;

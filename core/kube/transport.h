@@ -39,8 +39,8 @@ struct TransportOptions {
   // server that does not answer.
   std::stop_token cancel;
   // A streamed body (a watch) whose data keeps coming is read in batches: when the reader has
-  // taken everything there is and its last wait for data was shorter than this, it sleeps this
-  // long before it waits on the socket again (never past its read's deadline; cancel() ends the
+  // taken everything there is and the last time it slept until data arrived, the data came
+  // within this interval, it sleeps this long before it waits on the socket again (never past its read's deadline; cancel() ends the
   // sleep at once), and one wake-up then takes every chunk that arrived meanwhile instead of one
   // wake-up per chunk. A sleep that gathered nothing ends the batching until data comes quickly
   // again, so a sparse or idle stream is read the moment data arrives, as with 0 (off).

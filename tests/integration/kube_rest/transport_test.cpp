@@ -561,8 +561,9 @@ void wait_until_asleep(pid_t tid) {
   while (thread_state(tid) != 'S') std::this_thread::sleep_for(100us);
 }
 
-// A chunked stream whose server writes each chunk once the reading thread is asleep: a reader
-// that waits on the socket wakes once per chunk; one that holds sleeps through the writes.
+// A chunked stream whose server writes each chunk once the reading thread is asleep (and 1 ms
+// more): a reader that waits on the socket wakes once per chunk; one that holds sleeps through
+// the writes.
 struct PacedStream {
   std::atomic<pid_t> reader{0};
   std::atomic<BodyStream*> stream{nullptr};
@@ -586,6 +587,9 @@ struct PacedStream {
               to_write.erase(to_write.begin());
             }
             wait_until_asleep(reader.load());
+            // A gap the reader takes for a wait (its reads that end within 50 µs found their data
+            // waiting), far shorter than the holds below.
+            std::this_thread::sleep_for(1ms);
             s.chunk(next);
           }
         }) {}
@@ -635,7 +639,7 @@ std::vector<std::string> numbered_chunks(int from, int to) {
 TEST_CASE("transport: a dense stream's chunks are taken by one wake-up after a hold, not one each") {
   PacedStream paced;
   SECTION("holding: one sleep for the ten chunks") {
-    auto stream = paced.open(300ms);
+    auto stream = paced.open(500ms);
     std::string body;
     paced.write({"c0\n"});
     read_through(*stream, body, "c0\n");
@@ -669,7 +673,7 @@ TEST_CASE("transport: a dense stream's chunks are taken by one wake-up after a h
 
 TEST_CASE("transport: a hold that gathers nothing ends the batching: the next chunks are read as they arrive") {
   PacedStream paced;
-  auto stream = paced.open(300ms);
+  auto stream = paced.open(500ms);
   std::string body;
   paced.write({"c0\n"});
   read_through(*stream, body, "c0\n");
