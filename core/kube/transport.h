@@ -38,13 +38,15 @@ struct TransportOptions {
   // cancelled context does to client-go's requests, so a stopping process is not held up by a
   // server that does not answer.
   std::stop_token cancel;
-  // A streamed body (a watch) whose data keeps coming is read in batches: when the reader has
-  // taken everything there is and the last time it slept until data arrived, the data came
-  // within this interval, it sleeps this long before it waits on the socket again (never past its read's deadline; cancel() ends the
-  // sleep at once), and one wake-up then takes every chunk that arrived meanwhile instead of one
-  // wake-up per chunk. A sleep that gathered nothing ends the batching until data comes quickly
-  // again, so a sparse or idle stream is read the moment data arrives, as with 0 (off).
-  std::chrono::microseconds stream_hold{2000};
+  // A streamed body (a watch) whose data keeps coming can be read in batches: when the reader
+  // has taken everything there is, and the last time it slept until data arrived the data came
+  // within this interval, it sleeps this long before it waits on the socket again (never past its
+  // read's deadline; cancel() ends the sleep at once), and one wake-up then takes every chunk that
+  // arrived meanwhile instead of one wake-up per chunk. A sleep that gathered nothing ends the
+  // batching until data comes quickly again, so a sparse or idle stream is read the moment data
+  // arrives. 0 (the default) is off: at 2 ms it did not lower the operator's context switches per
+  // job beyond the benchmark's noise (docs/performance.md, "Dense watch streams read in batches").
+  std::chrono::microseconds stream_hold{0};
 };
 
 // The body of a response that is read incrementally (watches). Owned by one reader thread;
