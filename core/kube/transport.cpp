@@ -646,7 +646,7 @@ class StreamImpl final : public BodyStream {
         // in the buffer is an incomplete chunk (take_buffered); only the first read can find
         // whole ones, those that came with the headers.
         from_socket_ = conn_->buffer.size() == 0 || read_before_;
-        read_started_ = Clock::now();
+        if (hold_.count() > 0) read_started_ = Clock::now();
         bhttp::async_read_some(*conn_->stream, conn_->buffer, *parser_, [this](const boost::system::error_code& e, size_t) {
           ec_ = e;
           in_flight_ = false;
@@ -657,7 +657,7 @@ class StreamImpl final : public BodyStream {
       run_until_finished(*conn_, [this] { return !in_flight_; }, deadline);
       if (cancelled_) return cancelled_error();
       if (in_flight_) return Read::Timeout;
-      if (from_socket_ && measure_) {
+      if (hold_.count() > 0 && from_socket_ && measure_) {
         // A read that found its data waiting tells nothing about the gaps between bursts.
         const auto waited = Clock::now() - read_started_;
         if (waited >= kSlept) dense_ = waited < hold_;
