@@ -1,11 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <chrono>
 #include <ctime>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -543,6 +545,217 @@ TEST_CASE("transport: a body read on a silent stream sleeps once until its wait 
   REQUIRE(more);
   CHECK(*more == BodyStream::Read::Data);
   CHECK(body == "second");
+}
+
+// ---- a dense stream read in batches (TransportOptions::stream_hold) ---------------------------
+
+// The state letter of thread `tid` of this process ('S': asleep), from /proc.
+char thread_state(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+}
+
+void wait_until_asleep(pid_t tid) {
+  while (thread_state(tid) != 'S') std::this_thread::sleep_for(100us);
+}
+
+// A chunked stream whose server writes each chunk once the reading thread is asleep (and 1 ms
+// more): a reader that waits on the socket wakes once per chunk; one that holds sleeps through
+// the writes.
+struct PacedStream {
+  std::atomic<pid_t> reader{0};
+  std::atomic<BodyStream*> stream{nullptr};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> to_write;  // written one by one, each once the reader sleeps
+  bool closing = false;
+  TestServer server;
+
+  PacedStream()
+      : server([this](Session& s) {
+          if (!s.read_request()) return;
+          s.start_chunked();
+          for (;;) {
+            std::string next;
+            {
+              std::unique_lock lock(mu);
+              cv.wait(lock, [&] { return closing || !to_write.empty(); });
+              if (closing) return;
+              next = std::move(to_write.front());
+              to_write.erase(to_write.begin());
+            }
+            wait_until_asleep(reader.load());
+            // A gap the reader takes for a wait (its reads that end within 50 µs found their data
+            // waiting), far shorter than the holds below.
+            std::this_thread::sleep_for(1ms);
+            s.chunk(next);
+          }
+        }) {}
+  ~PacedStream() {
+    std::lock_guard lock(mu);
+    closing = true;
+    cv.notify_all();
+  }
+  void write(std::vector<std::string> chunks) {
+    std::lock_guard lock(mu);
+    for (auto& c : chunks) to_write.push_back(std::move(c));
+    cv.notify_all();
+  }
+  std::unique_ptr<Transport> transport;
+
+  std::unique_ptr<BodyStream> open(std::chrono::microseconds hold) {
+    reader = gettid();
+    TransportOptions o;
+    o.stream_hold = hold;
+    auto t = Transport::create(http_config(server.port()), o);
+    REQUIRE(t);
+    transport = std::move(*t);
+    http::Request req;
+    req.target = "/api/v1/pods?watch=true";
+    auto s = transport->open_stream(req);
+    REQUIRE(s);
+    stream = s->get();
+    return std::move(*s);
+  }
+};
+
+// Reads until `body` ends with `last`.
+void read_through(BodyStream& stream, std::string& body, const std::string& last) {
+  while (body.size() < last.size() || body.compare(body.size() - last.size(), last.size(), last) != 0) {
+    auto r = stream.read(60s, body);
+    REQUIRE(r);
+    REQUIRE(*r == BodyStream::Read::Data);
+  }
+}
+
+std::vector<std::string> numbered_chunks(int from, int to) {
+  std::vector<std::string> out;
+  for (int i = from; i <= to; ++i) out.push_back("c" + std::to_string(i) + "\n");
+  return out;
+}
+
+TEST_CASE("transport: a dense stream's chunks are taken by one wake-up after a hold, not one each") {
+  PacedStream paced;
+  SECTION("holding: one sleep for the ten chunks") {
+    auto stream = paced.open(500ms);
+    std::string body;
+    paced.write({"c0\n"});
+    read_through(*stream, body, "c0\n");
+    const long before = thread_sleeps();
+    paced.write(numbered_chunks(1, 10));
+    read_through(*stream, body, "c10\n");
+    const long slept = thread_sleeps() - before;
+    CHECK(body == "c0\nc1\nc2\nc3\nc4\nc5\nc6\nc7\nc8\nc9\nc10\n");
+    // c0 came after a wait, quickly: the stream is dense, and the reader holds before its next
+    // read. The server writes each chunk once the reader sleeps: all ten during the hold.
+    CHECK(slept <= 2);
+    CHECK(stream->holds().holds >= 1);
+    CHECK(stream->holds().holds <= 2);
+    CHECK(stream->holds().empty == 0);
+  }
+  SECTION("not holding (stream_hold 0): one sleep per chunk") {
+    auto stream = paced.open(0us);
+    std::string body;
+    paced.write({"c0\n"});
+    read_through(*stream, body, "c0\n");
+    const long before = thread_sleeps();
+    paced.write(numbered_chunks(1, 10));
+    read_through(*stream, body, "c10\n");
+    const long slept = thread_sleeps() - before;
+    CHECK(body == "c0\nc1\nc2\nc3\nc4\nc5\nc6\nc7\nc8\nc9\nc10\n");
+    // Ten, but a wake-up still in flight when the server looks may merge two chunks.
+    CHECK(slept >= 5);
+    CHECK(stream->holds().holds == 0);
+  }
+}
+
+TEST_CASE("transport: a hold that gathers nothing ends the batching: the next chunks are read as they arrive") {
+  PacedStream paced;
+  auto stream = paced.open(500ms);
+  std::string body;
+  paced.write({"c0\n"});
+  read_through(*stream, body, "c0\n");
+  // Dense after c0: the next read holds, nothing comes, and the reader waits on the socket.
+  std::atomic<bool> quiet_seen{false};
+  std::thread watcher([&] {
+    while (paced.stream.load()->holds().empty < 1) std::this_thread::sleep_for(1ms);
+    quiet_seen = true;
+    paced.write({"c1\n"});
+  });
+  read_through(*stream, body, "c1\n");
+  watcher.join();
+  CHECK(quiet_seen);
+  CHECK(stream->holds().holds == 1);
+  CHECK(stream->holds().empty == 1);
+  // c1, after the quiet spell, came without a hold; so does the one after it (the wait for c1
+  // was the hold's). From then on the stream is dense again and the reader holds.
+  paced.write({"c2\n"});
+  read_through(*stream, body, "c2\n");
+  CHECK(stream->holds().holds == 1);
+  paced.write({"c3\n"});
+  read_through(*stream, body, "c3\n");
+  CHECK(stream->holds().holds == 2);
+  CHECK(stream->holds().empty == 1);
+  CHECK(body == "c0\nc1\nc2\nc3\n");
+}
+
+TEST_CASE("transport: a hold ends at the read's deadline and at once on cancel()") {
+  PacedStream paced;
+  auto stream = paced.open(std::chrono::hours(1));  // a hold that must be cut short
+  std::string body;
+  paced.write({"c0\n"});
+  read_through(*stream, body, "c0\n");
+  // Dense: the next read holds, for no longer than its own wait (and gathers nothing).
+  auto timed_out = stream->read(200ms, body);
+  REQUIRE(timed_out);
+  CHECK(*timed_out == BodyStream::Read::Timeout);
+  CHECK(stream->holds().holds == 1);
+  CHECK(stream->holds().empty == 1);
+  // The read left pending continues without a hold and gets the next chunk; so does the next.
+  paced.write({"c1\n"});
+  read_through(*stream, body, "c1\n");
+  paced.write({"c2\n"});
+  read_through(*stream, body, "c2\n");
+  CHECK(stream->holds().holds == 1);
+  // The wait for c2 was short: the next read holds (an hour) until cancel().
+  std::thread canceller([&] {
+    while (stream->holds().holds < 2) std::this_thread::sleep_for(1ms);
+    wait_until_asleep(paced.reader.load());
+    stream->cancel();
+  });
+  auto cancelled = stream->read(std::chrono::hours(2), body);
+  canceller.join();
+  REQUIRE_FALSE(cancelled);
+  CHECK(cancelled.error().kind == http::TransportError::Kind::Cancelled);
+}
+
+TEST_CASE("transport: the chunks buffered behind a broken one are handed out before the error") {
+  TestServer server([](Session& s) {
+    if (!s.read_request()) return;
+    s.start_chunked();
+    // Two chunks and a malformed chunk header in one write.
+    s.write("3\r\nab\n\r\n3\r\ncd\n\r\nzz\r\n");
+    s.read_request();
+  });
+  auto transport = Transport::create(http_config(server.port()));
+  REQUIRE(transport);
+  http::Request req;
+  req.target = "/api/v1/pods?watch=true";
+  auto stream = (*transport)->open_stream(req);
+  REQUIRE(stream);
+  std::string body;
+  for (;;) {
+    auto r = (*stream)->read(5s, body);
+    if (!r) {
+      CHECK(r.error().kind == http::TransportError::Kind::ConnectionLost);
+      CHECK_THAT(r.error().message, Catch::Contains("stream broken before the end of the body"));
+      break;
+    }
+    REQUIRE(*r == BodyStream::Read::Data);
+  }
+  CHECK(body == "ab\ncd\n");
 }
 
 TEST_CASE("transport: connection refused is a Transport error") {
