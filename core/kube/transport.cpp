@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <sys/stat.h>
 
-#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -619,10 +618,10 @@ namespace {
 class StreamImpl final : public BodyStream {
  public:
   StreamImpl(std::unique_ptr<Connection> conn, std::unique_ptr<bhttp::response_parser<bhttp::string_body>> parser,
-             http::Response head, std::string what, std::chrono::microseconds hold)
-      : conn_(std::move(conn)), parser_(std::move(parser)), head_(std::move(head)), what_(std::move(what)), hold_(hold) {
-    // A socket read takes at most the buffer's free capacity (at least 512 bytes): room for what
-    // a hold gathers in one read rather than one per 512 bytes.
+             http::Response head, std::string what)
+      : conn_(std::move(conn)), parser_(std::move(parser)), head_(std::move(head)), what_(std::move(what)) {
+    // A socket read takes at most the buffer's free capacity (at least 512 bytes): room for the
+    // chunks that arrived while the reader waited for a CPU, taken in one read.
     conn_->buffer.reserve(kReadRoom);
   }
 
@@ -642,28 +641,15 @@ class StreamImpl final : public BodyStream {
     for (;;) {
       if (!in_flight_) {
         in_flight_ = true;
-        // Only a read that has to go to the socket tells how soon data comes. What a read leaves
-        // in the buffer is an incomplete chunk (take_buffered); only the first read can find
-        // whole ones, those that came with the headers.
-        from_socket_ = conn_->buffer.size() == 0 || read_before_;
-        if (hold_.count() > 0) read_started_ = Clock::now();
         bhttp::async_read_some(*conn_->stream, conn_->buffer, *parser_, [this](const boost::system::error_code& e, size_t) {
           ec_ = e;
           in_flight_ = false;
         });
-        if (from_socket_ && dense_ && hold_.count() > 0 && !hold_before_waiting(deadline)) return cancelled_error();
       }
       // On timeout the read stays pending: the next read() picks it up.
       run_until_finished(*conn_, [this] { return !in_flight_; }, deadline);
       if (cancelled_) return cancelled_error();
       if (in_flight_) return Read::Timeout;
-      if (hold_.count() > 0 && from_socket_ && measure_) {
-        // A read that found its data waiting tells nothing about the gaps between bursts.
-        const auto waited = Clock::now() - read_started_;
-        if (waited >= kSlept) dense_ = waited < hold_;
-      }
-      measure_ = true;
-      read_before_ = true;
       if (!ec_) take_buffered();
       // Chunks parsed before a broken one are handed out first; the next read reports it.
       if (ec_) failed_ = broken(ec_);
@@ -681,22 +667,13 @@ class StreamImpl final : public BodyStream {
 
   void cancel() override {
     cancelled_ = true;
-    {
-      // Under the lock: a hold that has just checked the flag is already waiting.
-      std::lock_guard lock(hold_mu_);
-    }
-    hold_cv_.notify_all();
     // Closing on the io_context's own thread aborts a blocked read; if no read is running, the
     // next read() sees the flag first.
     asio::post(conn_->ioc, [c = conn_.get()] { c->close(); });
   }
 
-  Holds holds() const override { return {holds_.load(), empty_holds_.load()}; }
-
  private:
   static constexpr size_t kReadRoom = 16 * 1024;
-  // A read that took longer slept until its data arrived (one that finds it waiting takes a few µs).
-  static constexpr std::chrono::microseconds kSlept{50};
 
   TransportError broken(const boost::system::error_code& ec) const {
     return {Kind::ConnectionLost, fmt::format("{}: stream broken before the end of the body: {}", what_, ec.message()),
@@ -705,31 +682,6 @@ class StreamImpl final : public BodyStream {
 
   Result<Read, TransportError> cancelled_error() const {
     return fail(TransportError{Kind::Cancelled, what_ + ": cancelled", true});
-  }
-
-  // The read just started; if it cannot complete without sleeping, sleep `hold_` first (not on
-  // the io_context: its epoll set wakes on every chunk that arrives) so that the chunks arriving
-  // meanwhile are taken by one wake-up. False when cancelled.
-  bool hold_before_waiting(Clock::time_point deadline) {
-    conn_->ioc.restart();
-    conn_->ioc.poll();  // data already there completes the read now
-    if (!in_flight_) return true;
-    ++holds_;
-    {
-      std::unique_lock lock(hold_mu_);
-      const auto until = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(hold_));
-      if (hold_cv_.wait_until(lock, until, [this] { return cancelled_.load(); })) return false;
-    }
-    conn_->ioc.restart();
-    conn_->ioc.poll();
-    // The time this read took is the hold's, not the stream's.
-    measure_ = false;
-    if (in_flight_) {
-      // Nothing came: the stream went quiet. Its next data is read the moment it arrives.
-      ++empty_holds_;
-      dense_ = false;
-    }
-    return true;
   }
 
   // Beast's parser stops after each element (a chunk header, a chunk's data), so a read hands
@@ -750,21 +702,10 @@ class StreamImpl final : public BodyStream {
   std::unique_ptr<bhttp::response_parser<bhttp::string_body>> parser_;
   http::Response head_;
   std::string what_;
-  std::chrono::microseconds hold_;
   bool in_flight_ = false;
   boost::system::error_code ec_;
   std::optional<TransportError> failed_;
   std::atomic<bool> cancelled_{false};
-  // Batching state of the reader thread (see TransportOptions::stream_hold).
-  bool from_socket_ = false;
-  bool read_before_ = false;
-  bool dense_ = false;    // the last read that slept was woken within hold_
-  bool measure_ = true;   // false for a read that held: its time is the hold's
-  Clock::time_point read_started_{};
-  std::mutex hold_mu_;
-  std::condition_variable hold_cv_;
-  std::atomic<uint64_t> holds_{0};
-  std::atomic<uint64_t> empty_holds_{0};
 };
 
 }  // namespace
@@ -800,7 +741,7 @@ Result<std::unique_ptr<BodyStream>, TransportError> Transport::Impl::open_stream
     // Body bytes that arrived with the headers are already in the parser's buffer; read() hands
     // them out first.
     return std::unique_ptr<BodyStream>(
-        std::make_unique<StreamImpl>(std::move(*conn), std::move(parser), std::move(head), describe(req), opts.stream_hold));
+        std::make_unique<StreamImpl>(std::move(*conn), std::move(parser), std::move(head), describe(req)));
   }
 }
 

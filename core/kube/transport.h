@@ -12,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -38,15 +37,6 @@ struct TransportOptions {
   // cancelled context does to client-go's requests, so a stopping process is not held up by a
   // server that does not answer.
   std::stop_token cancel;
-  // A streamed body (a watch) whose data keeps coming can be read in batches: when the reader
-  // has taken everything there is, and the last time it slept until data arrived the data came
-  // within this interval, it sleeps this long before it waits on the socket again (never past its
-  // read's deadline; cancel() ends the sleep at once), and one wake-up then takes every chunk that
-  // arrived meanwhile instead of one wake-up per chunk. A sleep that gathered nothing ends the
-  // batching until data comes quickly again, so a sparse or idle stream is read the moment data
-  // arrives. 0 (the default) is off: at 2 ms it did not lower the operator's context switches per
-  // job beyond the benchmark's noise (docs/performance.md, "Dense watch streams read in batches").
-  std::chrono::microseconds stream_hold{0};
 };
 
 // The body of a response that is read incrementally (watches). Owned by one reader thread;
@@ -63,13 +53,6 @@ class BodyStream {
   // Every complete chunk already received is appended in one read.
   virtual Result<Read, http::TransportError> read(std::chrono::milliseconds wait, std::string& out) = 0;
   virtual void cancel() = 0;
-  // How often the reader slept before reading on (TransportOptions::stream_hold), and how many of
-  // those sleeps found nothing arrived; any thread may ask.
-  struct Holds {
-    uint64_t holds = 0;
-    uint64_t empty = 0;
-  };
-  virtual Holds holds() const = 0;
 };
 
 class Transport {
