@@ -17,6 +17,7 @@
 #include "core/controller/pod_builder.h"
 #include "core/kube/fake_client.h"
 #include "tests/integration/controller/echo_framework.h"
+#include "tests/support/create_log.h"
 #include "tests/support/eventually.h"
 #include "tests/support/forwarding_client.h"
 #include "tests/support/recording_sink.h"
@@ -383,38 +384,26 @@ TEST_CASE("controller: a confirmation that fails creates nothing and the pass is
 
 namespace {
 
-// Records every create the controller makes, each Client::create_all as one line ("pods: a b c")
-// and each lone create as "create pods/a", and answers chosen creates of a create_all as the
-// test says instead of (or besides) passing them on.
-class CreateRecorder final : public unitrain::testing::ForwardingClient {
+// Records every create the controller makes (CreateLog) and answers chosen creates of a
+// create_all as the test says instead of (or besides) passing them on.
+class CreateRecorder final : public unitrain::testing::CreateLog {
  public:
   enum class Answer {
     Refused,          // not sent: answered with `error`
     ResentAfterDrop,  // the first copy stored, then resent and answered AlreadyExists (resent)
     ResentConflict,   // resent and answered as the server answers it (an AlreadyExists of someone else's)
   };
-  using ForwardingClient::ForwardingClient;
+  using CreateLog::CreateLog;
 
   // The next create of pod `name` in a create_all.
   void answer_once(std::string name, Answer answer, kube::ApiError error = {}) {
     std::lock_guard lock(mu_);
     answers_.insert_or_assign("pods/" + name, std::pair(answer, std::move(error)));
   }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
 
-  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                   const kube::WriteOptions& opts = {}) override {
-    note(fmt::format("create {}/{}", r.resource, unitrain::api::name_of(obj)));
-    return inner_.create(r, ns, obj, opts);
-  }
-  std::vector<kube::CreateOutcome> create_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
-                                              const kube::WriteOptions& opts = {}) override {
-    std::string line = r.resource + ":";
-    for (const auto& o : objects) line += " " + std::string(unitrain::api::name_of(o.root()));
-    note(line);
+ protected:
+  std::vector<kube::CreateOutcome> send_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
+                                            const kube::WriteOptions& opts) override {
     std::vector<kube::CreateOutcome> out;
     for (const auto& o : objects) {
       const std::string name(unitrain::api::name_of(o.root()));
@@ -440,12 +429,7 @@ class CreateRecorder final : public unitrain::testing::ForwardingClient {
   }
 
  private:
-  void note(std::string line) {
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
+  std::mutex mu_;
   std::map<std::string, std::pair<Answer, kube::ApiError>, std::less<>> answers_;
 };
 

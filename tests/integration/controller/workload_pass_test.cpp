@@ -15,8 +15,8 @@
 #include "core/api/meta.h"
 #include "core/controller/job_controller.h"
 #include "core/kube/fake_client.h"
+#include "tests/support/create_log.h"
 #include "tests/support/eventually.h"
-#include "tests/support/forwarding_client.h"
 #include "tests/support/recording_sink.h"
 
 namespace c = unitrain::controller;
@@ -128,37 +128,6 @@ bool status_written_before_create(const kube::FakeClient& client) {
   return first_status < first_create;
 }
 
-// The fake API server, recording each create as the controller makes it: a Client::create_all
-// as one line ("configmaps: a b"), a lone create as "create configmaps/a".
-class RecordedCreates final : public unitrain::testing::ForwardingClient {
- public:
-  using ForwardingClient::ForwardingClient;
-  kube::ApiResult<Document> create(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
-                                   const kube::WriteOptions& opts = {}) override {
-    note(fmt::format("create {}/{}", r.resource, unitrain::api::name_of(obj)));
-    return inner_.create(r, ns, obj, opts);
-  }
-  std::vector<kube::CreateOutcome> create_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
-                                              const kube::WriteOptions& opts = {}) override {
-    std::string line = r.resource + ":";
-    for (const auto& o : objects) line += " " + std::string(unitrain::api::name_of(o.root()));
-    note(line);
-    return inner_.create_all(r, objects, opts);
-  }
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-
- private:
-  void note(std::string line) {
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-  }
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
-
 struct PlanFixture {
   kube::FakeClient client;
   kube::RealClock clock;
@@ -235,7 +204,7 @@ TEST_CASE("workload pass: a plan deletes a child, then the job itself") {
 
 TEST_CASE("workload pass: creations of one resource go out as one create_all, each run after the one before") {
   PlanFixture f;
-  RecordedCreates recorded(f.client);
+  unitrain::testing::CreateLog recorded(f.client);
   // The controller calls `recorded`: it stops before `recorded` goes, whichever way the test ends.
   struct StopControllerFirst {
     PlanFixture& fixture;
