@@ -20,11 +20,11 @@ void QpsLimiter::refill_locked(Clock::time_point now) const {
   last_ = now;
 }
 
-std::chrono::nanoseconds QpsLimiter::reserve() {
+std::chrono::nanoseconds QpsLimiter::reserve(size_t n) {
   if (qps_ <= 0) return std::chrono::nanoseconds::zero();
   std::lock_guard lock(mu_);
   refill_locked(now_());
-  tokens_ -= 1;
+  tokens_ -= static_cast<double>(n);
   if (tokens_ >= 0) return std::chrono::nanoseconds::zero();
   return std::chrono::nanoseconds(static_cast<int64_t>(-tokens_ / qps_ * 1e9));
 }

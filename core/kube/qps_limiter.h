@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 
@@ -17,9 +18,9 @@ class QpsLimiter {
   // qps <= 0 means unlimited. burst < 1 is treated as 1.
   QpsLimiter(double qps, int burst, NowFn now = {});
 
-  // Takes one token and returns how long the caller must wait before using it (zero if a token
-  // was available).
-  std::chrono::nanoseconds reserve();
+  // Takes `n` tokens and returns how long the caller must wait before using the last of them (zero
+  // if all were available). A caller that sends several requests at once waits once for all.
+  std::chrono::nanoseconds reserve(size_t n = 1);
   // Takes a token only if one is available now.
   bool try_take();
   // reserve() and sleep for the returned time, at most `max_wait`; false (and the reservation

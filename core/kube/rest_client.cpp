@@ -401,13 +401,13 @@ void RestClient::report(const http::Request& req, Clock::time_point started, int
   opts_.on_attempt(report);
 }
 
-bool RestClient::take_token() {
+bool RestClient::take_tokens(size_t n) {
+  const auto wait = limiter_.reserve(n);
+  if (wait.count() <= 0) return true;
   if (!opts_.stop_ends_rate_limit_wait) {
-    limiter_.acquire();
+    std::this_thread::sleep_for(wait);
     return true;
   }
-  const auto wait = limiter_.reserve();
-  if (wait.count() <= 0) return true;
   std::mutex mu;
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
@@ -430,7 +430,7 @@ ApiResult<http::Response> RestClient::execute(const http::Request& req, std::opt
     if (attempt == 0 && first) {
       sent.emplace(std::move(*first));
     } else {
-      if (!take_token()) return fail(stopped_waiting(req));
+      if (!take_tokens()) return fail(stopped_waiting(req));
       const auto started = Clock::now();
       sent.emplace(transport_->send(req));
       report(req, started, *sent ? (*sent)->status : 0, *sent ? nullptr : &sent->error());
@@ -500,14 +500,13 @@ std::vector<CreateOutcome> RestClient::create_all(const GroupVersionResource& r,
       outcomes[i].emplace(CreateOutcome{fail(std::move(*refused)), false});
       continue;
     }
-    http::Request req =
-        json_request("POST", resource_path(r, object_namespace({}, obj)), json::dump(obj), "application/json");
-    if (!take_token()) {
-      outcomes[i].emplace(CreateOutcome{fail(stopped_waiting(req)), false});
-      continue;
-    }
-    reqs.push_back(std::move(req));
+    reqs.push_back(json_request("POST", resource_path(r, object_namespace({}, obj)), json::dump(obj), "application/json"));
     of_request.push_back(i);
+  }
+  if (!reqs.empty() && !take_tokens(reqs.size())) {
+    for (size_t k = 0; k < reqs.size(); ++k)
+      outcomes[of_request[k]].emplace(CreateOutcome{fail(stopped_waiting(reqs[k])), false});
+    reqs.clear();
   }
   const auto started = Clock::now();
   auto sent = transport_->send_pipelined(reqs);
@@ -598,7 +597,7 @@ ApiResult<std::unique_ptr<WatchStream>> RestClient::watch(const GroupVersionReso
   http::Request req;
   req.target = resource_path(r, ns) + watch_query(opts);
   req.headers.push_back({"Accept", "application/json"});
-  if (!take_token()) return fail(stopped_waiting(req));
+  if (!take_tokens()) return fail(stopped_waiting(req));
   const auto started = Clock::now();
   auto s = transport_->open_stream(req);
   report(req, started, s ? (*s)->head().status : 0, s ? nullptr : &s.error());

@@ -97,7 +97,9 @@ class RestClient final : public Client {
   ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
   ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
-  // One token each, taken before any is sent; then one pipelined exchange (Transport::send_pipelined),
+  // One token each, all reserved at once and waited for once (at a low qps a batch of four costs one
+  // sleep and wake-up, not four; the last is sent when it would have been one at a time, the
+  // others no earlier than their own token); then one pipelined exchange (Transport::send_pipelined),
   // each answer through the retry rules as a lone request's; a create the exchange left without an
   // answer is sent again on its own, through execute().
   std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
@@ -137,9 +139,9 @@ class RestClient final : public Client {
                                    const json::FieldMask* fields) const;
   void report(const http::Request& req, std::chrono::steady_clock::time_point started, int status,
               const http::TransportError* error) const;
-  // Takes a rate-limiter token, waiting as long as it takes; false when the wait was cut short
-  // by a stop request (stop_ends_rate_limit_wait).
-  bool take_token();
+  // Takes `n` rate-limiter tokens, waiting once as long as the last takes; false when the wait was
+  // cut short by a stop request (stop_ends_rate_limit_wait).
+  bool take_tokens(size_t n = 1);
   // Waits `delay` before a retry; false (retry no more) once stop is requested.
   bool wait_to_retry(std::chrono::milliseconds delay);
   // `fields`: decode only those (a list's items through list_fields()).

@@ -957,6 +957,33 @@ TEST_CASE("transport: a pipelined burst is sent before any response is read, the
   CHECK(server.connections() == 1);
 }
 
+TEST_CASE("transport: a pipelined burst waits once for all its tokens: a stop during that wait cancels the whole burst") {
+  Recorder rec;
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) { s.respond(201, r.body); }));
+  RestConfig cfg = http_config(server.port());
+  cfg.qps = 0.001;  // one token, then one per 1000 s
+  cfg.burst = 1;
+  std::stop_source stop;
+  RestClientOptions o;
+  o.stop = stop.get_token();
+  o.stop_ends_rate_limit_wait = true;
+  auto client = RestClient::create(cfg, o);
+  REQUIRE(client);
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop.request_stop();
+  });
+  // Token by token, the first create had its token at once and would have gone out with the burst.
+  auto outcomes = (*client)->create_all(kEventsResource, named_events(3));
+  stopper.join();
+  REQUIRE(outcomes.size() == 3);
+  for (const auto& o : outcomes) {
+    REQUIRE_FALSE(o.result);
+    CHECK(o.result.error().reason == R::Cancelled);
+  }
+  CHECK(rec.size() == 0);
+}
+
 TEST_CASE("transport: a pipelined burst the server ends after k responses: the rest are sent again and all succeed") {
   constexpr size_t kBurst = 5;
   constexpr size_t kAnswered = 2;

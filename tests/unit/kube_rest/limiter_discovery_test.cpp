@@ -26,6 +26,21 @@ TEST_CASE("QPS limiter: burst, refill and queueing with an injected clock") {
   CHECK(lim.tokens() == Approx(9.0));
 }
 
+TEST_CASE("QPS limiter: n tokens reserved at once wait as long as the last of them would alone") {
+  auto now = QpsLimiter::Clock::time_point{} + 1000s;
+  QpsLimiter lim(20, 2, [&] { return now; });
+  CHECK(lim.reserve(2) == 0ns);     // the burst
+  CHECK(lim.reserve(4) == 200ms);   // the 4th token after the burst comes 4 x 50 ms later
+  CHECK(lim.reserve() == 250ms);    // and the next queues behind all of them
+  QpsLimiter one_at_a_time(20, 2, [&] { return now; });
+  CHECK(one_at_a_time.reserve() == 0ns);
+  CHECK(one_at_a_time.reserve() == 0ns);
+  for (int i = 1; i <= 4; ++i) CHECK(one_at_a_time.reserve() == i * 50ms);
+  CHECK(one_at_a_time.tokens() == Approx(lim.tokens() + 1));  // the same debt, but for the one more
+  QpsLimiter unlimited(0, 1, [&] { return now; });
+  CHECK(unlimited.reserve(100) == 0ns);
+}
+
 TEST_CASE("QPS limiter: how long until it holds n tokens, without taking any") {
   auto now = QpsLimiter::Clock::time_point{} + 1000s;
   QpsLimiter lim(20, 8, [&] { return now; });
