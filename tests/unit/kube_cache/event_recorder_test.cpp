@@ -457,11 +457,39 @@ TEST_CASE("events: a bucket that another writer keeps low does not hold a burst 
   }
 }
 
+TEST_CASE("events: by default a drained backlog goes out 16 at a time, one exchange per 0.8 s at 20 qps", "[events]") {
+  FakeClient inner;
+  FakeClock clock;
+  PacedClient c(inner, clock, 20, 30);  // --events-qps 20, --events-burst 30 (the operator's defaults)
+  EventRecorder r(c, clock, options());
+  StopClientFirst guard{c};
+  drain(c.limiter());
+  const auto t0 = clock.steady_now();
+  for (int i = 0; i < 32; ++i) r.event(job(fmt::format("j{:02}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
+  r.start();
+  for (size_t burst = 0; burst < 2; ++burst) {
+    INFO("burst " << burst);
+    REQUIRE(eventually([&] { return c.write_count() == 16 * burst && clock.waiters() == 1; }));
+    clock.advance(400ms);  // 8 tokens: a burst of 8 would go now
+    clock.advance(400ms);
+  }
+  REQUIRE(r.flush(10s));
+  // Each burst is one wake-up of the recorder and one pipelined exchange, whatever its size.
+  CHECK(c.batches() == std::vector<size_t>{16, 16});
+  auto writes = c.writes();
+  REQUIRE(writes.size() == 32);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    INFO("write " << i);
+    CHECK_FALSE(writes[i].waited_for_token);
+    CHECK(writes[i].at == t0 + (i / 16 + 1) * 800ms);  // still 20 per second
+  }
+}
+
 TEST_CASE("events: one event with a token ready is written at once, alone, it waits for one token only", "[events]") {
   FakeClient inner;
   FakeClock clock;
   PacedClient c(inner, clock, 20, 30);
-  EventRecorder r(c, clock, options());  // write_burst 8
+  EventRecorder r(c, clock, options());  // write_burst 16
   StopClientFirst guard{c};
   r.start();
   const auto t0 = clock.steady_now();
@@ -506,7 +534,7 @@ TEST_CASE("events: a burst's creates go to the client together, in order, a PATC
   FakeClient inner;
   FakeClock clock;
   PacedClient c(inner, clock, 20, 30);
-  EventRecorder r(c, clock, options());  // write_burst 8
+  EventRecorder r(c, clock, options());  // write_burst 16
   StopClientFirst guard{c};
   for (int i = 0; i < 3; ++i) r.event(job(fmt::format("j{}", i)).root(), "Normal", "SuccessfulCreatePod", "m");
   r.event(job("j0").root(), "Normal", "SuccessfulCreatePod", "m");  // the same again: a dedup PATCH
