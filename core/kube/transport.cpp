@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,7 @@
 #include <openssl/x509v3.h>
 
 #include "core/asio/any_stream.h"
+#include "core/kube/answer_pace.h"
 
 namespace unitrain::kube {
 namespace {
@@ -214,6 +216,9 @@ struct Connection {
   // (several kB) allocated anew each time grew the thread's heap and faulted its pages in again
   // after every trim (13% of the event recorder's thread in a profile); reused, it costs nothing.
   std::string wire;
+  // A pipelined exchange's hold (AnswerPace) sleeps here; a cancellation ends it.
+  std::mutex hold_mu;
+  std::condition_variable_any hold_cv;
   bool reused = false;
   WaitDeadline deadline{ioc};  // after ioc: its timer goes first
 
@@ -305,6 +310,7 @@ struct Transport::Impl {
   mutable std::mutex pool_mu;
   std::vector<std::unique_ptr<Connection>> idle;
   std::atomic<size_t> opened{0};
+  AnswerPace pace;  // how long the server takes to answer a pipelined exchange
 
   Impl(const RestConfig& c, TransportOptions o)
       : cfg(c),
@@ -488,8 +494,10 @@ struct Transport::Impl {
 
   // Reads the response to `req` from the connection into `parser` (`ec` says how the read
   // ended); false when `deadline` passed or the request was cancelled first.
+  // With `sleeps` (an answer of a pipelined exchange): an answer not received yet is slept for
+  // `hold` first (AnswerPace), then waited for on the socket; each counts in `sleeps`.
   bool read_response(Connection& c, const http::Request& req, ResponseParser& parser, boost::system::error_code& ec,
-                     Clock::time_point deadline) {
+                     Clock::time_point deadline, Clock::duration hold = {}, int* sleeps = nullptr) {
     parser.body_limit(boost::none);  // lists of 100k pods are hundreds of MB
     if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
     bool done = false;
@@ -497,6 +505,19 @@ struct Transport::Impl {
       ec = e;
       done = true;
     });
+    if (sleeps) {
+      c.ioc.restart();
+      c.ioc.poll();  // completes the read if the answer is here already
+      if (!done && hold > Clock::duration::zero()) {
+        // Not a wait on the io_context: each chunk of the answers arriving would end it.
+        std::unique_lock lock(c.hold_mu);
+        c.hold_cv.wait_until(lock, opts.cancel, std::min(Clock::now() + hold, deadline), [] { return false; });
+        ++*sleeps;
+        c.ioc.restart();
+        c.ioc.poll();
+      }
+      if (!done) ++*sleeps;  // on the socket, below
+    }
     return run_until(c, done, deadline, opts.cancel);
   }
 
@@ -587,11 +608,21 @@ struct Transport::Impl {
         if (attempt == 0 && c.reused && written == 0) continue;
         return fail_from(0, Kind::ConnectionLost, "writing the pipelined requests: " + ec.message(), written > 0);
       }
+      // Answers not received yet are slept for, as long as the server took for as many before
+      // (AnswerPace), instead of one wake-up each; the last one is waited for on the socket.
+      const std::string_view target = reqs.front().target;
+      const auto per_answer = pace.per_request(target);
+      const auto written_at = Clock::now();
+      int sleeps = 0;
+      bool first_sleep_held = false;
       for (size_t i = 0; i < reqs.size(); ++i) {
         ResponseParser parser;
-        if (!read_response(c, reqs[i], parser, ec, deadline))
+        const auto hold = AnswerPace::hold(per_answer, reqs.size() - i);
+        const int sleeps_before = sleeps;
+        if (!read_response(c, reqs[i], parser, ec, deadline, hold, &sleeps))
           return fail_from(i, Kind::Timeout, fmt::format("no complete response within {} (pipelined)", ms_text(total)),
                            true);
+        if (sleeps_before == 0 && sleeps > 0) first_sleep_held = hold > Clock::duration::zero();
         if (ec) {
           auto e = read_error(reqs[i], ec, parser.got_some());
           const std::string why = "no response: the connection ended before it (" + e.message + ")";
@@ -612,6 +643,7 @@ struct Transport::Impl {
           return;
         }
       }
+      pace.observe(target, reqs.size(), Clock::now() - written_at, first_sleep_held ? sleeps > 1 : sleeps > 0);
       if (c.buffer.size() == 0 && !opts.cancel.stop_requested()) release(std::move(*conn));
       return;
     }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <csignal>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -161,6 +162,10 @@ class TestServer {
     while (!stopping_) {
       int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) return;
+      // As an API server's sockets (Go sets TCP_NODELAY; so does the local cluster): without it
+      // Nagle holds a small answer back until the client acknowledges the one before.
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ++accepted_;
       std::lock_guard lock(mu_);
       fds_.push_back(fd);

@@ -957,6 +957,41 @@ TEST_CASE("transport: a pipelined burst is sent before any response is read, the
   CHECK(server.connections() == 1);
 }
 
+TEST_CASE("transport: answers that come one by one are slept for once per exchange, not waited for one each") {
+  constexpr size_t kBurst = 8;
+  constexpr int kExchanges = 6;
+  Recorder rec;
+  // Like an API server: each answer written as soon as its request is handled, 1 ms apart.
+  TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) {
+    std::this_thread::sleep_for(1ms);
+    s.respond(201, r.body);
+  }));
+  auto client = make_client(http_config(server.port()), nullptr, 0);
+  std::vector<long> sleeps;
+  for (int x = 0; x < kExchanges; ++x) {
+    auto objects = named_events(kBurst);
+    const long before = thread_sleeps();
+    auto outcomes = client->create_all(kEventsResource, objects);
+    sleeps.push_back(thread_sleeps() - before);
+    REQUIRE(outcomes.size() == kBurst);
+    for (size_t i = 0; i < kBurst; ++i) {
+      INFO("exchange " << x << ", create " << i);
+      REQUIRE(outcomes[i].result);
+      CHECK(json::get_string(outcomes[i].result->root(), "/metadata/name") ==
+            json::get_string(objects[i].root(), "/metadata/name"));
+    }
+  }
+  CHECK(server.connections() == 1);
+  // The first exchange learns the server's pace, waiting for each answer on the socket (one sleep
+  // per answer); the later ones sleep through it and read the answers together. A reader that
+  // waited on the socket for each would sleep about kBurst times in every exchange.
+  long later = 0;
+  for (int x = 1; x < kExchanges; ++x) later += sleeps[x];
+  INFO("sleeps per exchange: " << fmt::format("{}", fmt::join(sleeps, ", ")));
+  CHECK(sleeps[0] >= static_cast<long>(kBurst) / 2);
+  CHECK(later <= static_cast<long>(kBurst) * (kExchanges - 1) / 2);
+}
+
 TEST_CASE("transport: a pipelined burst waits once for all its tokens: a stop during that wait cancels the whole burst") {
   Recorder rec;
   TestServer server(serve_all(rec, [](Session& s, const RawRequest& r, size_t) { s.respond(201, r.body); }));
