@@ -31,7 +31,7 @@ class AnswerPace {
 
   static constexpr Duration kMaxPerRequest = std::chrono::milliseconds(2);
   static constexpr Duration kMaxHold = std::chrono::milliseconds(10);
-  // Targets remembered; past it the table starts again (a client writes to a handful).
+  // Keys remembered; past it the table starts again (a client writes to a handful).
   static constexpr size_t kMaxTargets = 64;
 
   // How long a reader with `answers_left` answers still to come sleeps before waiting on the
@@ -42,6 +42,10 @@ class AnswerPace {
   // `short_hold`: it slept more than once (or without a hold), so `took` is the server's time;
   // otherwise the hold was long enough, or nothing was waited for.
   void observe(std::string_view target, size_t n, Duration took, bool short_hold);
+
+  // What the estimates are kept by: the target without its namespace's name (a server takes about
+  // as long for a pod in any namespace) and without a query.
+  static std::string key_of(std::string_view target);
 
   // The estimate for one answer of an exchange to `target`; zero if none was seen.
   Duration per_request(std::string_view target) const;

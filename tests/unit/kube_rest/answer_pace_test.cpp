@@ -14,6 +14,8 @@ TEST_CASE("answer pace: an unknown target is not held, the first exchange sets a
   CHECK(AnswerPace::hold(pace.per_request("/api/v1/namespaces/a/pods"), 4) == D::zero());
   pace.observe("/api/v1/namespaces/a/pods", 4, 2ms, true);
   CHECK(pace.per_request("/api/v1/namespaces/a/pods") == 500us);
+  // The same resource in another namespace is paced alike.
+  CHECK(pace.per_request("/api/v1/namespaces/b/pods") == 500us);
   // Targets are learned apart; a single request says nothing about pipelining.
   CHECK(pace.per_request("/api/v1/namespaces/a/services") == D::zero());
   pace.observe("/api/v1/namespaces/a/services", 1, 3ms, true);
@@ -55,4 +57,12 @@ TEST_CASE("answer pace: the table of targets stays bounded") {
   pace.observe("/one-more", 2, 2ms, true);  // starts the table again
   CHECK(pace.per_request("/t0") == D::zero());
   CHECK(pace.per_request("/one-more") == 1ms);
+}
+
+TEST_CASE("answer pace: estimates are kept by target without the namespace's name and the query") {
+  CHECK(AnswerPace::key_of("/api/v1/namespaces/team-a/pods") == "/api/v1/namespaces/*/pods");
+  CHECK(AnswerPace::key_of("/apis/kubeflow.org/v1/namespaces/x/pytorchjobs/j/status?dryRun=All") ==
+        "/apis/kubeflow.org/v1/namespaces/*/pytorchjobs/j/status");
+  CHECK(AnswerPace::key_of("/api/v1/namespaces/team-a") == "/api/v1/namespaces/team-a");  // a namespace itself
+  CHECK(AnswerPace::key_of("/api/v1/nodes") == "/api/v1/nodes");
 }
