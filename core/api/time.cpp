@@ -90,7 +90,20 @@ std::string utc_seconds_text(TimePoint t, int64_t& nanos_out) {
     --days;
   }
   const Civil c = civil_from_days(days);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", c.y, c.m, c.d, sod / 3600, (sod / 60) % 60, sod % 60);
+  // Every status write formats each condition's two times: the digits are placed directly, without
+  // a format-string parse. A TimePoint (nanoseconds in 64 bits) spans the years 1677-2262: always
+  // four digits.
+  char text[] = "0000-00-00T00:00:00";
+  auto put = [&text](size_t at, int64_t value, int width) {
+    for (int i = width - 1; i >= 0; --i, value /= 10) text[at + i] = static_cast<char>('0' + value % 10);
+  };
+  put(0, c.y, 4);
+  put(5, c.m, 2);
+  put(8, c.d, 2);
+  put(11, sod / 3600, 2);
+  put(14, (sod / 60) % 60, 2);
+  put(17, sod % 60, 2);
+  return std::string(text, sizeof(text) - 1);
 }
 
 }  // namespace

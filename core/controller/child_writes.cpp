@@ -83,7 +83,7 @@ std::optional<kube::ApiError> ChildWrites::delete_object(const kube::GroupVersio
       return r.error();
     }
   }
-  log_.note("deleted " + resource.resource, std::string(name));
+  log_.note("deleted", resource.resource, name);
   if (resource == kServices) {
     std::lock_guard lock(deleted_mu_);
     deleted_services_.emplace(name);

@@ -1,9 +1,8 @@
 #include "core/controller/expectations.h"
 
 #include <charconv>
+#include <initializer_list>
 #include <optional>
-
-#include <fmt/format.h>
 
 namespace unitrain::controller {
 
@@ -126,14 +125,29 @@ Expectations::Pending Expectations::pending(std::string_view key) const {
   return {it->second.adds, it->second.deletes};
 }
 
-std::string Expectations::pods_key(std::string_view ns, std::string_view job, std::string_view rt) {
-  return fmt::format("{}/{}/{}/pods", ns, job, rt);
+namespace {
+
+// The keys are built on every pass (several per pass, and per child event): joined in one
+// allocation rather than through fmt's format-string parse.
+std::string joined(std::initializer_list<std::string_view> parts) {
+  size_t size = 0;
+  for (auto p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (auto p : parts) out.append(p);
+  return out;
 }
 
-std::string Expectations::job_key(std::string_view ns, std::string_view job) { return fmt::format("{}/{}/job", ns, job); }
+}  // namespace
+
+std::string Expectations::pods_key(std::string_view ns, std::string_view job, std::string_view rt) {
+  return joined({ns, "/", job, "/", rt, "/pods"});
+}
+
+std::string Expectations::job_key(std::string_view ns, std::string_view job) { return joined({ns, "/", job, "/job"}); }
 
 std::string Expectations::services_key(std::string_view ns, std::string_view job, std::string_view rt) {
-  return fmt::format("{}/{}/{}/services", ns, job, rt);
+  return joined({ns, "/", job, "/", rt, "/services"});
 }
 
 }  // namespace unitrain::controller

@@ -182,7 +182,8 @@ ReconcileResult JobController::reconcile(const std::string& key) {
   PassLog pass_log(log::enabled(log::Level::debug));
   std::string resource_version;
   if (kube::ObjectPtr cached = children_->jobs().cache().get(key)) {
-    resource_version = std::string(api::resource_version_of(cached->root()));
+    // Only the debug line reads it.
+    if (pass_log.enabled()) resource_version = std::string(api::resource_version_of(cached->root()));
     const PassDependencies dependencies{
         .client = client_,
         .expectations = expectations_,

@@ -32,6 +32,11 @@ class PassLog {
     }
     notes_.push_back({std::string(action), {std::move(subject)}});
   }
+  // "created" + "pods" + "job-worker-0" as "created pods: job-worker-0"; nothing is joined or
+  // copied when the line is not kept (debug logging off, the usual case).
+  void note(std::string_view verb, std::string_view resource, std::string_view subject) {
+    if (enabled_) note(fmt::format("{} {}", verb, resource), std::string(subject));
+  }
   template <class... A>
   void notef(std::string_view action, fmt::format_string<A...> f, A&&... a) {
     if (enabled_) note(action, fmt::format(f, std::forward<A>(a)...));

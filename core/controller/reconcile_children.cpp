@@ -2,8 +2,6 @@
 // (gang scheduling), the framework's desired objects and the slot pods. The pipeline that calls
 // them is in reconcile_pass.cpp.
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -226,7 +224,7 @@ std::optional<ApiError> ReconcilePass::create_children(const kube::GroupVersionR
 std::optional<ApiError> ReconcilePass::settle_create(const kube::GroupVersionResource& resource, const ChildCreate& create,
                                                      kube::CreateOutcome outcome) {
   auto created = [&]() -> std::optional<ApiError> {
-    log_.note("created " + resource.resource, create.name);
+    log_.note("created", resource.resource, create.name);
     writes_.child_event(framework::ChildEvent::Created, {create.kind, create.name, create.replica_type});
     return std::nullopt;
   };
@@ -237,7 +235,7 @@ std::optional<ApiError> ReconcilePass::settle_create(const kube::GroupVersionRes
   if (r) return created();
   if (!r.error().is(ApiError::Reason::AlreadyExists)) {
     lower();
-    log_.notef("failed to create " + resource.resource, "{}: {}", create.name, r.error().message);
+    if (log_.enabled()) log_.notef("failed to create " + resource.resource, "{}: {}", create.name, r.error().message);
     writes_.child_event(framework::ChildEvent::CreateFailed, {create.kind, create.name, create.replica_type, r.error().message});
     return r.error();
   }
@@ -300,7 +298,7 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
   }
   auto r = deps_.client.update(want.resource, ns_, updated.root(), written_only());
   if (!r) return r.error();
-  log_.note("updated " + want.resource.resource, obj_name);
+  log_.note("updated", want.resource.resource, obj_name);
   return std::nullopt;
 }
 
@@ -321,8 +319,13 @@ std::optional<ApiError> ReconcilePass::clear_status_first(const framework::Desir
 std::optional<ApiError> ReconcilePass::prune_undesired() {
   // What the framework no longer wants goes (after apply_desired_objects asked for it).
   if (!desired_) return std::nullopt;
-  std::map<std::string, std::set<std::string>> wanted;  // resource.group -> names
-  for (const auto& want : *desired_) wanted[want.resource.group_resource()].insert(std::string(api::name_of(want.object.root())));
+  // Looked up in place (a handful of desired objects, every pass): no map of name copies.
+  auto wanted = [this](const kube::GroupVersionResource& resource, std::string_view obj_name) {
+    return std::any_of(desired_->begin(), desired_->end(), [&](const framework::DesiredObject& want) {
+      return want.resource.resource == resource.resource && want.resource.group == resource.group &&
+             api::name_of(want.object.root()) == obj_name;
+    });
+  };
   auto pruned = deps_.plugin.pruned_resources();
   // Per-replica services (training-operator style) follow their replicas: scale-down and
   // suspension remove them.
@@ -335,8 +338,8 @@ std::optional<ApiError> ReconcilePass::prune_undesired() {
     else if (auto it = observed_.owned.find(group_resource); it != observed_.owned.end()) have = &it->second;
     if (!have) continue;
     for (const auto* obj : *have) {
-      const std::string obj_name(api::name_of(*obj));
-      if (wanted[group_resource].count(obj_name) || terminating(*obj)) continue;
+      const std::string_view obj_name = api::name_of(*obj);
+      if (wanted(resource, obj_name) || terminating(*obj)) continue;
       if (resource == kServices && writes_.service_deleted(obj_name)) continue;
       const std::string expectation = resource == kServices ? writes_.services_key(*obj) : "";
       const std::string kind = resource == kServices ? "Service" : std::string(api::kind_of(*obj));

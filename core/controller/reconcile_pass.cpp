@@ -86,6 +86,7 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
       name_(api::name_of(cached_->root())),
       uid_(api::uid_of(cached_->root())),
       key_(ns_ + "/" + name_),
+      job_expectation_(Expectations::job_key(ns_, name_)),
       now_(now),
       log_(log),
       writes_(dependencies.client, dependencies.expectations, dependencies.events, dependencies.write_pool,
@@ -94,8 +95,8 @@ ReconcilePass::ReconcilePass(const PassDependencies& dependencies, kube::ObjectP
 ReconcileResult ReconcilePass::run() {
   auto failed_with = [](ApiError e) { return ReconcileResult{std::move(e), std::nullopt}; };
   if (!managed_here()) {
-    log_.note("skipped", fmt::format("spec.runPolicy.managedBy is {}",
-                                     json::get_string(cached(), "/spec/runPolicy/managedBy").value_or("unset")));
+    log_.notef("skipped", "spec.runPolicy.managedBy is {}",
+               json::get_string(cached(), "/spec/runPolicy/managedBy").value_or("unset"));
     return {};
   }
   if (terminating(cached())) {
@@ -103,9 +104,8 @@ ReconcileResult ReconcilePass::run() {
     return {};
   }
   if (!own_last_write_seen()) {
-    log_.note("waiting for", fmt::format("the cache to show this controller's last write to the job (it shows "
-                                         "resourceVersion {})",
-                                         api::resource_version_of(cached())));
+    log_.notef("waiting for", "the cache to show this controller's last write to the job (it shows resourceVersion {})",
+               api::resource_version_of(cached()));
     return {};
   }
   auto pinned = pin_owner();
@@ -121,7 +121,7 @@ ReconcileResult ReconcilePass::run() {
   if (!expectations_satisfied()) return {};
   if (draft_.status().is_finished()) {
     // A finished job gets no children again: a mark that some vanished has nothing to guard.
-    deps_.expectations.clear_vanished(Expectations::job_key(ns_, name_));
+    deps_.expectations.clear_vanished(job_expectation_);
     // The finished-job step reads the children only to delete some (with cleanPodPolicy None,
     // the default, the pass over a finished job decodes none of them).
     if (deletes_pods_when_finished()) observed_ = deps_.children.observe(ns_, uid_);
@@ -198,7 +198,7 @@ kube::ApiResult<bool> ReconcilePass::pin_owner() {
     if (patched.error().is(ApiError::Reason::NotFound)) return true;
     return fail(patched.error());
   }
-  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(patched->root()));
+  deps_.expectations.expect_version(job_expectation_, api::resource_version_of(patched->root()));
   return true;
 }
 
@@ -206,7 +206,7 @@ bool ReconcilePass::own_last_write_seen() {
   // Our own last write to the job is not in the cache yet: this pass would decide on a state
   // we already replaced (the pods cache may be ahead, showing the pod our restart deleted while
   // the job still shows the old restart count). The informer's update of our write requeues.
-  return deps_.expectations.version_seen(Expectations::job_key(ns_, name_), api::resource_version_of(cached()));
+  return deps_.expectations.version_seen(job_expectation_, api::resource_version_of(cached()));
 }
 
 bool ReconcilePass::expectations_satisfied() const {
@@ -363,7 +363,7 @@ kube::ApiResult<std::optional<json::Document>> ReconcilePass::record_restarts(co
   if (after.count == before.count) return std::optional<json::Document>();
   auto patched = deps_.client.patch(descriptor_.resource(), ns_, name_, kube::PatchType::Merge, after.merge_patch());
   if (!patched) return fail(patched.error());
-  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(patched->root()));
+  deps_.expectations.expect_version(job_expectation_, api::resource_version_of(patched->root()));
   return std::optional<json::Document>(std::move(*patched));
 }
 
@@ -438,8 +438,8 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
     log_.notef("failed to write the status", "{}", r.error().message);
     return r.error();
   }
-  deps_.expectations.expect_version(Expectations::job_key(ns_, name_), api::resource_version_of(r->root()));
-  log_.note("wrote the status", fmt::format("resourceVersion {}", api::resource_version_of(r->root())));
+  deps_.expectations.expect_version(job_expectation_, api::resource_version_of(r->root()));
+  log_.notef("wrote the status", "resourceVersion {}", api::resource_version_of(r->root()));
   draft_.written();
   return std::nullopt;
 }

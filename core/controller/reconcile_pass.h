@@ -189,6 +189,7 @@ class ReconcilePass {
   kube::ObjectPtr cached_;  // as the informer has it
   json::Document job_;      // defaulted copy the hooks see
   std::string ns_, name_, uid_, key_;
+  std::string job_expectation_;  // Expectations::job_key, looked up several times a pass
   api::TimePoint now_;
   api::RunPolicy run_policy_;
   StatusDraft draft_{api::JobStatus{}};

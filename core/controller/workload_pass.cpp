@@ -127,7 +127,7 @@ std::optional<ApiError> WorkloadPass::delete_child(const framework::ChildDeletio
     writes_.child_event(framework::ChildEvent::DeleteFailed, {deletion.resource.resource, deletion.name, {}, r.error().message});
     return r.error();
   }
-  log_.note("deleted " + deletion.resource.resource, deletion.name);
+  log_.note("deleted", deletion.resource.resource, deletion.name);
   if (r) writes_.child_event(framework::ChildEvent::Deleted, {deletion.resource.resource, deletion.name});
   return std::nullopt;
 }
@@ -143,7 +143,7 @@ std::optional<ApiError> WorkloadPass::update_child(const framework::DesiredObjec
   }
   auto r = deps_.client.update(want.resource, ns_, live.root(), written_only());
   if (!r) return r.error();
-  log_.note("updated " + want.resource.resource, std::string(api::name_of(want.object.root())));
+  log_.note("updated", want.resource.resource, api::name_of(want.object.root()));
   return std::nullopt;
 }
 
@@ -190,7 +190,7 @@ std::optional<ApiError> WorkloadPass::settle_child(const framework::DesiredObjec
   const std::string obj_name(api::name_of(want.object.root()));
   const std::string kind(api::kind_of(want.object.root()));
   auto created = [&]() -> std::optional<ApiError> {
-    log_.note("created " + want.resource.resource, obj_name);
+    log_.note("created", want.resource.resource, obj_name);
     writes_.child_event(framework::ChildEvent::Created, {kind, obj_name});
     return std::nullopt;
   };

@@ -47,6 +47,10 @@ TEST_CASE("rfc3339 format like metav1.Time and MicroTime") {
   CHECK(api::format_time(must_parse_time("2024-01-02T05:04:05+02:00")) == "2024-01-02T03:04:05Z");
   CHECK(api::format_time(must_parse_time("1969-12-31T23:59:59.5Z")) == "1969-12-31T23:59:59Z");
   CHECK(api::format_time(api::TimePoint{}) == "1970-01-01T00:00:00Z");
+  // The ends of the clock's range (64-bit nanoseconds).
+  CHECK(api::format_time(api::TimePoint::min()) == "1677-09-21T00:12:43Z");
+  CHECK(api::format_time(api::TimePoint::max()) == "2262-04-11T23:47:16Z");
+  CHECK(api::format_micro_time(api::TimePoint::max()) == "2262-04-11T23:47:16.854775Z");
   CHECK(api::truncate_to_seconds(t) == must_parse_time("2024-01-02T03:04:05Z"));
 }
 

@@ -20,6 +20,15 @@ TEST_CASE("expectations: unknown keys are satisfied, raised ones until observed"
   CHECK(e.satisfied(key));
 }
 
+TEST_CASE("expectations: the keys are training-operator's, joined from long names as from short ones") {
+  CHECK(Expectations::pods_key("ns", "job", "worker") == "ns/job/worker/pods");
+  CHECK(Expectations::services_key("ns", "job", "master") == "ns/job/master/services");
+  CHECK(Expectations::job_key("ns", "job") == "ns/job/job");
+  const std::string ns(40, 'n'), job(63, 'j');
+  CHECK(Expectations::pods_key(ns, job, "launcher") == ns + "/" + job + "/launcher/pods");
+  CHECK(Expectations::job_key("", "") == "//job");
+}
+
 TEST_CASE("expectations: deletions count separately and observations without a record are ignored") {
   FakeClock clock;
   Expectations e(clock);
