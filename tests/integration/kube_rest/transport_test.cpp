@@ -923,7 +923,7 @@ TEST_CASE("transport: a pipelined burst is sent before any response is read, the
   RestConfig cfg = http_config(server.port());
   auto client = make_client(cfg, nullptr, 0);
   auto objects = named_events(kBurst);
-  auto outcomes = client->create_all(kEventsResource, objects);
+  auto outcomes = client->create_all(create_requests(kEventsResource, objects));
   REQUIRE(outcomes.size() == kBurst);
   for (size_t i = 0; i < kBurst; ++i) {
     INFO("create " << i);
@@ -974,7 +974,8 @@ TEST_CASE("transport: a pipelined burst waits once for all its tokens: a stop du
     stop.request_stop();
   });
   // Token by token, the first create had its token at once and would have gone out with the burst.
-  auto outcomes = (*client)->create_all(kEventsResource, named_events(3));
+  const auto three = named_events(3);
+  auto outcomes = (*client)->create_all(create_requests(kEventsResource, three));
   stopper.join();
   REQUIRE(outcomes.size() == 3);
   for (const auto& o : outcomes) {
@@ -1008,7 +1009,7 @@ TEST_CASE("transport: a pipelined burst the server ends after k responses: the r
   });
   auto client = make_client(http_config(server.port()), nullptr, 0);
   auto objects = named_events(kBurst);
-  auto outcomes = client->create_all(kEventsResource, objects);
+  auto outcomes = client->create_all(create_requests(kEventsResource, objects));
   REQUIRE(outcomes.size() == kBurst);
   for (size_t i = 0; i < kBurst; ++i) {
     INFO("create " << i);
