@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <utility>
 
 #include <fmt/format.h>
 
@@ -141,7 +140,7 @@ std::optional<ApiError> ReconcilePass::delete_pod_group() {
 
 // --- desired objects ------------------------------------------------------------------------------
 
-std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase, bool pods_follow) {
+std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase) {
   // Everything the framework wants besides slot pods: get-or-create, update when the compared
   // fields drift. Asked for once per pass: what a framework wants after its pods is decided on
   // what it observed at the start, as the rest is.
@@ -155,17 +154,22 @@ std::optional<ApiError> ReconcilePass::apply_desired_objects(DesiredPhase phase,
     if (want.after_pods == (phase == DesiredPhase::AfterPods)) wants.push_back(&want);
   kube::ObjectPtr holder;
   auto plain_create = [&](const framework::DesiredObject& want) { return !want.use_existing && !known_object(want, holder); };
-  for (const auto* want : wants) {
-    // A run of plain creates (a job's Services) goes out as one exchange; an object that needs
-    // more than a create waits for it, and is not written after a failure in it.
-    if (plain_create(*want)) {
-      queue_create(want->resource, plan_desired_create(*want));
+  for (size_t i = 0; i < wants.size();) {
+    if (!plain_create(*wants[i])) {
+      if (auto e = create_or_update(*wants[i], known_object(*wants[i], holder))) return e;
+      ++i;
       continue;
     }
-    if (auto e = send_queued()) return e;
-    if (auto e = create_or_update(*want, known_object(*want, holder))) return e;
+    // A run of creates of one resource (a replica type's Services) goes out as one exchange; the
+    // next object waits for it, and is not written after a failure in it.
+    std::vector<kube::ApiResult<ChildCreate>> run;
+    size_t end = i;
+    for (; end < wants.size() && wants[end]->resource == wants[i]->resource && plain_create(*wants[end]); ++end)
+      run.push_back(plan_desired_create(*wants[end]));
+    if (auto e = create_children(wants[i]->resource, run)) return e;
+    i = end;
   }
-  return pods_follow ? std::nullopt : send_queued();
+  return std::nullopt;
 }
 
 const json::Value* ReconcilePass::known_object(const framework::DesiredObject& want, kube::ObjectPtr& holder) const {
@@ -196,31 +200,24 @@ kube::ApiResult<ReconcilePass::ChildCreate> ReconcilePass::plan_desired_create(c
   return create;
 }
 
-void ReconcilePass::queue_create(const kube::GroupVersionResource& resource, kube::ApiResult<ChildCreate> planned) {
-  queued_.push_back(QueuedCreate{resource, std::move(planned)});
-}
-
-std::optional<ApiError> ReconcilePass::send_queued() {
-  std::vector<QueuedCreate> queued = std::exchange(queued_, {});
-  std::vector<kube::CreateRequest> requests;
-  std::vector<size_t> item_of;  // the queued item each request is
-  requests.reserve(queued.size());
-  for (size_t i = 0; i < queued.size(); ++i) {
-    if (!queued[i].create) continue;
-    if (!queued[i].create->expectation.empty()) deps_.expectations.expect_creations(queued[i].create->expectation, 1);
-    requests.push_back(kube::CreateRequest{&queued[i].resource, &queued[i].create->object.root()});
+std::optional<ApiError> ReconcilePass::create_children(const kube::GroupVersionResource& resource,
+                                                       std::vector<kube::ApiResult<ChildCreate>>& planned) {
+  std::vector<json::Document> objects;
+  std::vector<size_t> item_of;  // the planned item each object is
+  objects.reserve(planned.size());
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (!planned[i]) continue;
+    if (!planned[i]->expectation.empty()) deps_.expectations.expect_creations(planned[i]->expectation, 1);
+    objects.push_back(std::move(planned[i]->object));
     item_of.push_back(i);
   }
   // Nothing of the responses is read: the informer's ADD is what the expectation waits for.
-  auto outcomes = requests.empty() ? std::vector<kube::CreateOutcome>()
-                                   : deps_.client.create_all(requests, nothing_read_back());
-  std::vector<std::optional<ApiError>> errors(queued.size());
-  for (size_t i = 0; i < queued.size(); ++i)
-    if (!queued[i].create) errors[i] = queued[i].create.error();
-  for (size_t k = 0; k < item_of.size(); ++k) {
-    const QueuedCreate& q = queued[item_of[k]];
-    errors[item_of[k]] = settle_create(q.resource, *q.create, std::move(outcomes[k]));
-  }
+  auto outcomes = objects.empty() ? std::vector<kube::CreateOutcome>()
+                                  : deps_.client.create_all(resource, objects, nothing_read_back());
+  std::vector<std::optional<ApiError>> errors(planned.size());
+  for (size_t i = 0; i < planned.size(); ++i)
+    if (!planned[i]) errors[i] = planned[i].error();
+  for (size_t k = 0; k < item_of.size(); ++k) errors[item_of[k]] = settle_create(resource, *planned[item_of[k]], std::move(outcomes[k]));
   for (auto& e : errors)
     if (e) return std::move(e);
   return std::nullopt;
@@ -268,8 +265,9 @@ std::optional<ApiError> ReconcilePass::create_or_update(const framework::Desired
       if (live) return api::is_controlled_by(live->root(), uid_) ? label_into_caches(want.resource, live->root()) : std::nullopt;
       if (!live.error().is(ApiError::Reason::NotFound)) return live.error();
     }
-    queue_create(want.resource, plan_desired_create(want));
-    return send_queued();
+    std::vector<kube::ApiResult<ChildCreate>> one;
+    one.push_back(plan_desired_create(want));
+    return create_children(want.resource, one);
   }
   if (!api::is_controlled_by(*existing, uid_)) {
     if (want.use_existing) return std::nullopt;
@@ -355,12 +353,8 @@ std::optional<ApiError> ReconcilePass::prune_undesired() {
 // --- slot pods ------------------------------------------------------------------------------------
 
 std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
-  const auto restarts = plan.with_outcome(FailedSlotPod::Outcome::Restart);
-  // The objects queued before the pods are created before any pod is deleted, in their order.
-  if (!restarts.empty() || !plan.surplus.empty())
-    if (auto e = send_queued()) return e;
   // Restarts: the re-creation count is already on the job (record_restarts).
-  for (const auto* failed : restarts) {
+  for (const auto* failed : plan.with_outcome(FailedSlotPod::Outcome::Restart)) {
     if (auto e = writes_.delete_object(kPods, api::name_of(*failed->pod), writes_.pods_key(*failed->pod))) {
       writes_.child_event(framework::ChildEvent::DeleteFailed, {"Pod", api::name_of(*failed->pod), failed->replica_type, e->message});
       return e;
@@ -379,12 +373,12 @@ std::optional<ApiError> ReconcilePass::sync_slot_pods(const SlotPlan& plan) {
     }
     writes_.child_event(framework::ChildEvent::Deleted, {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod)});
   }
-  // The missing pods, in slot order, after the objects queued before them (a job's Services), as
-  // one pipelined exchange on this thread: a pool thread per create would cost a wake-up and a
-  // connection's round trip each, an exchange per resource a token reservation, a write and a
-  // wake-up.
-  for (const auto& slot : plan.missing) queue_create(kPods, plan_slot_pod(slot));
-  return send_queued();
+  // The missing pods, in slot order, as one pipelined exchange on this thread: a pool thread per
+  // create would cost a wake-up and a connection's round trip each.
+  std::vector<kube::ApiResult<ChildCreate>> creates;
+  creates.reserve(plan.missing.size());
+  for (const auto& slot : plan.missing) creates.push_back(plan_slot_pod(slot));
+  return create_children(kPods, creates);
 }
 
 kube::ApiResult<ReconcilePass::ChildCreate> ReconcilePass::plan_slot_pod(const framework::PodSlot& slot) {

@@ -157,10 +157,8 @@ ReconcileResult ReconcilePass::run() {
   // A framework whose PodGroup never holds pod creation (mpi-operator) creates its own objects
   // first and the PodGroup after them, as its reference does; otherwise nothing is created
   // until the gang admits the job.
-  // Their plain creates go out with the pods, unless the PodGroup comes between them.
   if (!deps_.behaviour.gang_holds_pod_creation)
-    if (auto e = apply_desired_objects(DesiredPhase::BeforePods, /*pods_follow=*/deps_.gang == nullptr))
-      return failed_with(*e);
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   auto admission = sync_pod_group();
   if (!admission) return failed_with(admission.error());
   if (*admission == GangAdmission::Held) {
@@ -169,10 +167,8 @@ ReconcileResult ReconcilePass::run() {
     if (auto e = write_status(job_on_server)) return failed_with(*e);
     return {std::nullopt, limits.deadline_in};
   }
-  // The framework's plain creates (a job's Services) and the missing pods go out as one exchange:
-  // every one of them is tried, a failure among them fails the pass (docs/compatibility.md).
   if (deps_.behaviour.gang_holds_pod_creation)
-    if (auto e = apply_desired_objects(DesiredPhase::BeforePods, /*pods_follow=*/true)) return failed_with(*e);
+    if (auto e = apply_desired_objects(DesiredPhase::BeforePods)) return failed_with(*e);
   if (auto e = sync_slot_pods(plan)) return failed_with(*e);
   if (auto e = apply_desired_objects(DesiredPhase::AfterPods)) return failed_with(*e);
   if (auto e = prune_undesired()) return failed_with(*e);

@@ -107,10 +107,6 @@ class ReconcilePass {
     std::string expectation;   // the pods / services key the informer's ADD lowers; "" for none
     const framework::DesiredObject* want = nullptr;  // null for a slot pod
   };
-  struct QueuedCreate {
-    kube::GroupVersionResource resource;
-    kube::ApiResult<ChildCreate> create;
-  };
 
   // --- admission ------------------------------------------------------------------------------
   bool managed_here() const;
@@ -134,9 +130,7 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_failure(const TerminalFailure& failure, const json::Value& job_on_server);
   kube::ApiResult<GangAdmission> sync_pod_group();
   kube::ApiResult<GangAdmission> apply_pod_group(gang::PodGroupRequest request);
-  // `pods_follow`: its plain creates are left queued, to go out with the slot pods
-  // (sync_slot_pods sends them); otherwise it sends them before it returns.
-  std::optional<kube::ApiError> apply_desired_objects(DesiredPhase phase, bool pods_follow = false);
+  std::optional<kube::ApiError> apply_desired_objects(DesiredPhase phase);
   std::optional<kube::ApiError> sync_slot_pods(const SlotPlan& plan);
   std::optional<kube::ApiError> propose_status();
 
@@ -146,12 +140,12 @@ class ReconcilePass {
   std::optional<kube::ApiError> write_status(const json::Value& job_on_server);
   kube::ApiResult<ChildCreate> plan_slot_pod(const framework::PodSlot& slot);
   kube::ApiResult<ChildCreate> plan_desired_create(const framework::DesiredObject& want) const;
-  // Queues a create (a failed plan is that item's error) for the next send_queued.
-  void queue_create(const kube::GroupVersionResource& resource, kube::ApiResult<ChildCreate> planned);
-  // Creates what is queued, in its order, as one pipelined exchange (Client::create_all) on this
-  // thread, whatever the resources: each raises its expectation before the exchange and is
-  // settled in turn after it. Every item is tried; the error is the first failing item's.
-  std::optional<kube::ApiError> send_queued();
+  // Creates `planned` (all of `resource`; a failed plan is that item's error) in their order as
+  // one pipelined exchange (Client::create_all) on this thread: each raises its expectation
+  // before the exchange and is settled in turn after it. Every item is tried; the error is the
+  // first failing item's.
+  std::optional<kube::ApiError> create_children(const kube::GroupVersionResource& resource,
+                                                std::vector<kube::ApiResult<ChildCreate>>& planned);
   // The answer to one create: events, log, and the expectation lowered when no ADD will come. A
   // create answered AlreadyExists is looked up: ours or someone else's.
   std::optional<kube::ApiError> settle_create(const kube::GroupVersionResource& resource, const ChildCreate& create,
@@ -200,7 +194,6 @@ class ReconcilePass {
   StatusDraft draft_{api::JobStatus{}};
   framework::Observed observed_;
   std::optional<std::vector<framework::DesiredObject>> desired_;  // asked for once per pass
-  std::vector<QueuedCreate> queued_;  // creates decided on, not yet sent (send_queued)
   PassLog& log_;
   ChildWrites writes_;
 };

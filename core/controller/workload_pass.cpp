@@ -166,9 +166,8 @@ std::optional<ApiError> WorkloadPass::create_children(const std::vector<framewor
       objects.push_back(std::move(*obj));
       sent.push_back(i);
     }
-    auto outcomes = objects.empty()
-                        ? std::vector<kube::CreateOutcome>()
-                        : deps_.client.create_all(kube::create_requests(creations[begin].resource, objects), nothing_read_back());
+    auto outcomes = objects.empty() ? std::vector<kube::CreateOutcome>()
+                                    : deps_.client.create_all(creations[begin].resource, objects, nothing_read_back());
     for (std::size_t k = 0; k < sent.size(); ++k) errors[sent[k] - begin] = settle_child(creations[sent[k]], std::move(outcomes[k]));
     for (auto& e : errors)
       if (e) return std::move(e);

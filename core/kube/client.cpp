@@ -25,20 +25,14 @@ std::optional<ApiError> unnamed_create(const GroupVersionResource& r, const json
   return e;
 }
 
-std::vector<CreateRequest> create_requests(const GroupVersionResource& r, std::span<const json::Document> objects) {
-  std::vector<CreateRequest> out;
-  out.reserve(objects.size());
-  for (const auto& obj : objects) out.push_back(CreateRequest{&r, &obj.root()});
-  return out;
-}
-
-std::vector<CreateOutcome> Client::create_all(std::span<const CreateRequest> creates, const WriteOptions& opts) {
+std::vector<CreateOutcome> Client::create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                              const WriteOptions& opts) {
   std::vector<CreateOutcome> out;
-  out.reserve(creates.size());
-  for (const auto& c : creates) {
-    if (auto refused = unnamed_create(*c.resource, *c.object)) out.push_back(CreateOutcome{fail(std::move(*refused)), false});
-    else out.push_back(CreateOutcome{create(*c.resource, json::get_string(*c.object, "/metadata/namespace").value_or(""),
-                                            *c.object, opts),
+  out.reserve(objects.size());
+  for (const auto& obj : objects) {
+    if (auto refused = unnamed_create(r, obj.root())) out.push_back(CreateOutcome{fail(std::move(*refused)), false});
+    else out.push_back(CreateOutcome{create(r, json::get_string(obj.root(), "/metadata/namespace").value_or(""),
+                                            obj.root(), opts),
                                      false});
   }
   return out;

@@ -128,15 +128,6 @@ class WatchStream {
   virtual void cancel() = 0;
 };
 
-// One create of Client::create_all: an object of `resource` (named, in its metadata.namespace).
-// Both are the caller's and outlive the call.
-struct CreateRequest {
-  const GroupVersionResource* resource;
-  const json::Value* object;
-};
-// `objects`, all of `r`, as create_all's requests.
-std::vector<CreateRequest> create_requests(const GroupVersionResource& r, std::span<const json::Document> objects);
-
 // One create of Client::create_all.
 struct CreateOutcome {
   ApiResult<json::Document> result;
@@ -176,14 +167,15 @@ class Client {
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(const GroupVersionResource& r, std::string_view ns,
                                                         const WatchOptions& opts) = 0;
 
-  // Creates each object (of its own resource: a pass's Services and pods may go together), in
-  // order, in its metadata.namespace, with one request and one rate-limit token each: what
-  // create() does for each in turn, except that a client may send them as one pipelined exchange
-  // on one connection (RestClient does). A create left without an answer when that exchange ends
-  // early (the server closed the connection) is sent again on its own (CreateOutcome::resent). So
-  // every object must carry a metadata.name chosen by the caller (not generateName): a create
-  // sent twice cannot then make two objects. One without a name fails as BadRequest, unsent.
-  virtual std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& opts = {});
+  // Creates each object, in order, in its metadata.namespace, with one request and one rate-limit
+  // token each: what create() does for each in turn, except that a client may send them as one
+  // pipelined exchange on one connection (RestClient does). A create left without an answer when
+  // that exchange ends early (the server closed the connection) is sent again on its own
+  // (CreateOutcome::resent). So every object must carry a metadata.name chosen by the caller (not
+  // generateName): a create sent twice cannot then make two objects. One without a name fails as
+  // BadRequest, unsent.
+  virtual std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                                const WriteOptions& opts = {});
 
   // The client-side rate limit every request of this client takes a token from, if it has one: a
   // caller that paces its own requests (the event recorder writes a backlog in bursts) plans with

@@ -335,7 +335,7 @@ void EventRecorder::write_creates(Creates& creates) {
     create_event(creates.docs[0], creates.meta[0], std::nullopt);
   } else if (!creates.docs.empty()) {
     // Several at once: one pipelined exchange (with a client that can), one token each.
-    auto outcomes = client_.create_all(create_requests(kEvents, creates.docs), WriteOptions{nothing_read()});
+    auto outcomes = client_.create_all(kEvents, creates.docs, WriteOptions{nothing_read()});
     for (size_t i = 0; i < outcomes.size(); ++i) {
       auto& o = outcomes[i];
       if (o.result || (o.resent && o.result.error().is(ApiError::Reason::AlreadyExists))) {

@@ -207,11 +207,11 @@ ApiResult<json::Document> ReportingClient::create(const GroupVersionResource& r,
                                                   const json::Value& obj, const WriteOptions& opts) {
   return outcome(ApiCall{"create", r, namespace_or(ns, obj)}, inner_.create(r, ns, obj, opts));
 }
-std::vector<CreateOutcome> ReportingClient::create_all(std::span<const CreateRequest> creates, const WriteOptions& opts) {
-  auto out = inner_.create_all(creates, opts);
+std::vector<CreateOutcome> ReportingClient::create_all(const GroupVersionResource& r,
+                                                       std::span<const json::Document> objects, const WriteOptions& opts) {
+  auto out = inner_.create_all(r, objects, opts);
   for (size_t i = 0; i < out.size(); ++i)
-    out[i].result = outcome(ApiCall{"create", *creates[i].resource, namespace_or({}, *creates[i].object)},
-                            std::move(out[i].result));
+    out[i].result = outcome(ApiCall{"create", r, namespace_or({}, objects[i].root())}, std::move(out[i].result));
   return out;
 }
 ApiResult<json::Document> ReportingClient::update(const GroupVersionResource& r, std::string_view ns,

@@ -114,7 +114,8 @@ class ReportingClient final : public Client {
   ApiResult<json::Document> list(const GroupVersionResource& r, std::string_view ns, const ListOptions& opts) override;
   ApiResult<json::Document> create(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
-  std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& opts = {}) override;
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,

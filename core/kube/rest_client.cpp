@@ -488,19 +488,19 @@ ApiResult<json::Document> RestClient::request_json(std::string method, std::stri
   return decode(req, execute(req), fields);
 }
 
-std::vector<CreateOutcome> RestClient::create_all(std::span<const CreateRequest> creates, const WriteOptions& opts) {
-  std::vector<std::optional<CreateOutcome>> outcomes(creates.size());
+std::vector<CreateOutcome> RestClient::create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                                  const WriteOptions& opts) {
+  std::vector<std::optional<CreateOutcome>> outcomes(objects.size());
   std::vector<http::Request> reqs;
   std::vector<size_t> of_request;  // the object each request creates
-  reqs.reserve(creates.size());
-  for (size_t i = 0; i < creates.size(); ++i) {
-    const json::Value& obj = *creates[i].object;
-    if (auto refused = unnamed_create(*creates[i].resource, obj)) {
+  reqs.reserve(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const json::Value& obj = objects[i].root();
+    if (auto refused = unnamed_create(r, obj)) {
       outcomes[i].emplace(CreateOutcome{fail(std::move(*refused)), false});
       continue;
     }
-    reqs.push_back(json_request("POST", resource_path(*creates[i].resource, object_namespace({}, obj)), json::dump(obj),
-                                "application/json"));
+    reqs.push_back(json_request("POST", resource_path(r, object_namespace({}, obj)), json::dump(obj), "application/json"));
     of_request.push_back(i);
   }
   if (!reqs.empty() && !take_tokens(reqs.size())) {

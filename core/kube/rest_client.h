@@ -102,7 +102,8 @@ class RestClient final : public Client {
   // others no earlier than their own token); then one pipelined exchange (Transport::send_pipelined),
   // each answer through the retry rules as a lone request's; a create the exchange left without an
   // answer is sent again on its own, through execute().
-  std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& opts = {}) override;
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& opts = {}) override;
   ApiResult<json::Document> update_status(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,

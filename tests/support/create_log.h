@@ -1,7 +1,6 @@
 #pragma once
 // A test client that records every create a controller makes, in order: a Client::create_all as
-// one line ("pods: a b c", or "services: a b; pods: a b" for one of several resources), a lone
-// create as "create pods/a". What it records tells a pipelined
+// one line ("pods: a b c"), a lone create as "create pods/a". What it records tells a pipelined
 // exchange from a run of single requests.
 
 #include <mutex>
@@ -25,16 +24,12 @@ class CreateLog : public ForwardingClient {
     note(fmt::format("create {}/{}", r.resource, api::name_of(obj)));
     return inner_.create(r, ns, obj, opts);
   }
-  std::vector<kube::CreateOutcome> create_all(std::span<const kube::CreateRequest> creates,
+  std::vector<kube::CreateOutcome> create_all(const kube::GroupVersionResource& r, std::span<const json::Document> objects,
                                               const kube::WriteOptions& opts = {}) override {
-    std::string line;
-    for (size_t i = 0; i < creates.size(); ++i) {
-      if (i == 0 || !(*creates[i].resource == *creates[i - 1].resource))
-        line += (i == 0 ? "" : "; ") + creates[i].resource->resource + ":";
-      line += " " + std::string(api::name_of(*creates[i].object));
-    }
+    std::string line = r.resource + ":";
+    for (const auto& o : objects) line += " " + std::string(api::name_of(o.root()));
     note(std::move(line));
-    return send_all(creates, opts);
+    return send_all(r, objects, opts);
   }
   std::vector<std::string> lines() const {
     std::lock_guard lock(mu_);
@@ -43,9 +38,10 @@ class CreateLog : public ForwardingClient {
 
  protected:
   // How a recorded create_all reaches the server; a test may answer some creates itself.
-  virtual std::vector<kube::CreateOutcome> send_all(std::span<const kube::CreateRequest> creates,
+  virtual std::vector<kube::CreateOutcome> send_all(const kube::GroupVersionResource& r,
+                                                    std::span<const json::Document> objects,
                                                     const kube::WriteOptions& opts) {
-    return inner_.create_all(creates, opts);
+    return inner_.create_all(r, objects, opts);
   }
 
  private:

@@ -395,21 +395,19 @@ class CreateRecorder final : public unitrain::testing::CreateLog {
   };
   using CreateLog::CreateLog;
 
-  // The next create of pod `name` (or of `resource`'s `name`) in a create_all.
-  void answer_once(std::string name, Answer answer, kube::ApiError error = {}, std::string resource = "pods") {
+  // The next create of pod `name` in a create_all.
+  void answer_once(std::string name, Answer answer, kube::ApiError error = {}) {
     std::lock_guard lock(mu_);
-    answers_.insert_or_assign(resource + "/" + name, std::pair(answer, std::move(error)));
+    answers_.insert_or_assign("pods/" + name, std::pair(answer, std::move(error)));
   }
 
  protected:
-  std::vector<kube::CreateOutcome> send_all(std::span<const kube::CreateRequest> creates,
+  std::vector<kube::CreateOutcome> send_all(const kube::GroupVersionResource& r, std::span<const Document> objects,
                                             const kube::WriteOptions& opts) override {
     std::vector<kube::CreateOutcome> out;
-    for (const auto& c : creates) {
-      const kube::GroupVersionResource& r = *c.resource;
-      const json::Value& o = *c.object;
-      const std::string name(unitrain::api::name_of(o));
-      const std::string ns(json::get_string(o, "/metadata/namespace").value_or(""));
+    for (const auto& o : objects) {
+      const std::string name(unitrain::api::name_of(o.root()));
+      const std::string ns(json::get_string(o.root(), "/metadata/namespace").value_or(""));
       std::optional<std::pair<Answer, kube::ApiError>> answer;
       {
         std::lock_guard lock(mu_);
@@ -419,12 +417,12 @@ class CreateRecorder final : public unitrain::testing::CreateLog {
         }
       }
       if (!answer) {
-        out.push_back({inner_.create(r, ns, o, opts), false});
+        out.push_back({inner_.create(r, ns, o.root(), opts), false});
       } else if (answer->first == Answer::Refused) {
         out.push_back({unitrain::fail(answer->second), false});
       } else {
-        if (answer->first == Answer::ResentAfterDrop) REQUIRE(inner_.create(r, ns, o, opts));
-        out.push_back({inner_.create(r, ns, o, opts), true});
+        if (answer->first == Answer::ResentAfterDrop) REQUIRE(inner_.create(r, ns, o.root(), opts));
+        out.push_back({inner_.create(r, ns, o.root(), opts), true});
       }
     }
     return out;
@@ -456,44 +454,19 @@ struct RecorderFixture {
 
 const std::string kFourPods = "pods: train-worker-0 train-worker-1 train-worker-2 train-worker-3";
 const std::string kFourServices = "services: train-worker-0 train-worker-1 train-worker-2 train-worker-3";
-// A pass's creates as one exchange: the Services, then the pods.
-const std::string kFourServicesAndPods = kFourServices + "; " + kFourPods;
 
 }  // namespace
 
-TEST_CASE("controller: a pass creates its services, then its pods, as one create_all in replica order") {
+TEST_CASE("controller: a pass creates its services, then its pods, each as one create_all in replica order") {
   RecorderFixture f;
   f.client.seed(kJobs, echo_job("train", 4).root());
   f.start();
   REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4; }));
   REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
-  // No lone create, no create on another thread, no exchange per resource: one exchange, in the
-  // pass's order.
-  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServicesAndPods});
+  // No lone create, no create on another thread: one exchange per resource, in the pass's order.
+  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServices, kFourPods});
   CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-") == 4);
   CHECK(f.count_events("Normal SuccessfulCreateService Created service: train-worker-") == 4);
-}
-
-TEST_CASE("controller: a service create fails: the pods of the pass are created all the same, the failure is the "
-          "pass's error, and the next pass creates only that service") {
-  RecorderFixture f;
-  f.client.seed(kJobs, echo_job("train", 4).root());
-  kube::ApiError quota;
-  quota.reason = kube::ApiError::Reason::Forbidden;
-  quota.code = 403;
-  quota.message = "exceeded quota: services";
-  f.recorder.answer_once("train-worker-2", CreateRecorder::Answer::Refused, quota, "services");
-  f.start();
-  REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "services") == 4; }));
-  REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
-  const auto lines = f.recorder.lines();
-  REQUIRE(lines.size() == 2);
-  CHECK(lines[0] == kFourServicesAndPods);
-  CHECK(lines[1] == "services: train-worker-2");
-  CHECK(count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4);
-  CHECK(f.count_events("Warning FailedCreateService Error creating: exceeded quota: services") == 1);
-  CHECK(f.count_events("Normal SuccessfulCreateService Created service: train-worker-") == 4);
-  CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-") == 4);
 }
 
 TEST_CASE("controller: the 2nd of 4 pod creates fails: the others are created, the failure is the pass's error, and "
@@ -511,9 +484,10 @@ TEST_CASE("controller: the 2nd of 4 pod creates fails: the others are created, t
   REQUIRE(eventually([&] { return count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4; }));
   REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
   const auto lines = f.recorder.lines();
-  REQUIRE(lines.size() == 2);
-  CHECK(lines[0] == kFourServicesAndPods);
-  CHECK(lines[1] == "pods: train-worker-1");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == kFourServices);
+  CHECK(lines[1] == kFourPods);
+  CHECK(lines[2] == "pods: train-worker-1");
   CHECK(f.count_events("Warning FailedCreatePod Error creating: exceeded quota: pods") == 1);
   CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-") == 4);
 }
@@ -524,7 +498,7 @@ TEST_CASE("controller: a pod create resent after its exchange broke off and answ
   f.recorder.answer_once("train-worker-1", CreateRecorder::Answer::ResentAfterDrop);
   f.start();
   REQUIRE(eventually([&] { return last_condition(f.client, "train") == "Created=True"; }));
-  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServicesAndPods});
+  CHECK(f.recorder.lines() == std::vector<std::string>{kFourServices, kFourPods});
   CHECK(count_writes(f.client, kube::FakeClient::Verb::Create, "pods") == 4);
   CHECK(f.count_events("Normal SuccessfulCreatePod Created pod: train-worker-1") == 1);
   CHECK(f.count_events("Warning") == 0);

@@ -923,7 +923,7 @@ TEST_CASE("transport: a pipelined burst is sent before any response is read, the
   RestConfig cfg = http_config(server.port());
   auto client = make_client(cfg, nullptr, 0);
   auto objects = named_events(kBurst);
-  auto outcomes = client->create_all(create_requests(kEventsResource, objects));
+  auto outcomes = client->create_all(kEventsResource, objects);
   REQUIRE(outcomes.size() == kBurst);
   for (size_t i = 0; i < kBurst; ++i) {
     INFO("create " << i);
@@ -974,8 +974,7 @@ TEST_CASE("transport: a pipelined burst waits once for all its tokens: a stop du
     stop.request_stop();
   });
   // Token by token, the first create had its token at once and would have gone out with the burst.
-  const auto three = named_events(3);
-  auto outcomes = (*client)->create_all(create_requests(kEventsResource, three));
+  auto outcomes = (*client)->create_all(kEventsResource, named_events(3));
   stopper.join();
   REQUIRE(outcomes.size() == 3);
   for (const auto& o : outcomes) {
@@ -1009,7 +1008,7 @@ TEST_CASE("transport: a pipelined burst the server ends after k responses: the r
   });
   auto client = make_client(http_config(server.port()), nullptr, 0);
   auto objects = named_events(kBurst);
-  auto outcomes = client->create_all(create_requests(kEventsResource, objects));
+  auto outcomes = client->create_all(kEventsResource, objects);
   REQUIRE(outcomes.size() == kBurst);
   for (size_t i = 0; i < kBurst; ++i) {
     INFO("create " << i);

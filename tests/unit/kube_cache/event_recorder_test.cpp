@@ -101,12 +101,13 @@ class PacedClient final : public Client {
     std::lock_guard g(mu_);
     return batches_;
   }
-  std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& o = {}) override {
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& o = {}) override {
     {
       std::lock_guard g(mu_);
-      batches_.push_back(creates.size());
+      batches_.push_back(objects.size());
     }
-    return Client::create_all(creates, o);  // through create(): one token each, in order
+    return Client::create_all(r, objects, o);  // through create(): one token each, in order
   }
   ApiResult<json::Document> update(const GroupVersionResource& r, std::string_view ns, const json::Value& obj,
                                    const WriteOptions& o = {}) override {
@@ -587,9 +588,10 @@ class BrokenExchangeClient final : public unitrain::testing::ForwardingClient {
  public:
   BrokenExchangeClient(Client& inner, size_t answered, bool resent)
       : ForwardingClient(inner), answered_(answered), resent_(resent) {}
-  std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& o = {}) override {
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const json::Document> objects,
+                                        const WriteOptions& o = {}) override {
     ++calls_;
-    auto out = inner_.create_all(creates, o);
+    auto out = inner_.create_all(r, objects, o);
     for (size_t i = answered_; i < out.size(); ++i) {
       ApiError e;
       e.reason = ApiError::Reason::AlreadyExists;

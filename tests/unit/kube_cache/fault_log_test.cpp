@@ -198,9 +198,10 @@ namespace {
 class BatchCountingClient final : public unitrain::testing::ForwardingClient {
  public:
   using ForwardingClient::ForwardingClient;
-  std::vector<CreateOutcome> create_all(std::span<const CreateRequest> creates, const WriteOptions& o = {}) override {
+  std::vector<CreateOutcome> create_all(const GroupVersionResource& r, std::span<const unitrain::json::Document> objects,
+                                        const WriteOptions& o = {}) override {
     ++batches;
-    return inner_.create_all(creates, o);
+    return inner_.create_all(r, objects, o);
   }
   int batches = 0;
 };
@@ -221,7 +222,7 @@ TEST_CASE("the reporting client passes a batch of creates on whole and reports e
     objects.push_back(std::move(*d));
   }
   fake.fail_next(FakeClient::Verb::Create, error(ApiError::Reason::Forbidden, 403, "events is forbidden"));
-  auto out = client.create_all(create_requests(events, objects));
+  auto out = client.create_all(events, objects);
   CHECK(inner.batches == 1);
   REQUIRE(out.size() == 2);
   REQUIRE_FALSE(out[0].result);
