@@ -11,9 +11,9 @@
 //
 // The estimate: a request's share of the time from the end of the write to the last answer read.
 // An exchange whose answers were all there when the reader woke says only that the hold was long
-// enough, so the estimate shrinks a little (it probes for a shorter hold); one that still waited
-// after its hold measured the server's time and takes it. Bounded so that an outlier (a slow
-// server, a loaded machine) adds at most `kMaxHold` to an exchange.
+// enough, so the estimate shrinks by an eighth (it probes for a shorter hold); one that still
+// waited after its hold measured the server's time, and the estimate moves halfway to it. Bounded
+// so that an outlier (a slow server, a loaded machine) adds at most `kMaxHold` to an exchange.
 #pragma once
 
 #include <chrono>
