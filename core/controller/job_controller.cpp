@@ -52,11 +52,18 @@ void JobController::init(SharedCaches& caches) {
   kube::EventHandlers job_handlers;
   job_handlers.on_add = [this](const json::Value& obj) { queue_.add(kube::object_key(obj)); };
   job_handlers.on_update = [this](const json::Value& old_obj, const json::Value& obj) {
-    if (api::resource_version_of(old_obj) != api::resource_version_of(obj)) queue_.add(kube::object_key(obj));
+    const std::string_view version = api::resource_version_of(obj);
+    if (api::resource_version_of(old_obj) == version) return;
+    std::string key = kube::object_key(obj);
+    if (!job_update_held(key, version)) queue_.add(key);
   };
   job_handlers.previous_fields = kube::resource_version_fields();
   job_handlers.on_delete = [this](const json::Value& obj, bool) {
     const std::string key = kube::object_key(obj);
+    {
+      std::lock_guard lock(echoes_mu_);
+      echoes_.erase(key);
+    }
     expectations_.forget_prefix(key + "/");
     queue_.add(key);
   };
@@ -74,6 +81,48 @@ void JobController::child_event(const ChildEvent& e) {
   const std::string key = std::string(api::namespace_of(e.object)) + "/" + e.job.name;
   if (r.status_first) queue_.add_first(key);
   else queue_.add(key);
+}
+
+bool JobController::job_update_held(const std::string& key, std::string_view resource_version) {
+  {
+    std::lock_guard lock(echoes_mu_);
+    auto it = echoes_.find(key);
+    if (it == echoes_.end()) return false;
+    if (it->second.passing) {
+      it->second.updates.emplace_back(resource_version);
+      return true;
+    }
+    if (it->second.settled != resource_version) return false;
+    echoes_.erase(it);
+  }
+  std::lock_guard lock(stats_mu_);
+  ++stats_.settled_echoes;
+  return true;
+}
+
+void JobController::pass_started(const std::string& key) {
+  std::lock_guard lock(echoes_mu_);
+  echoes_.insert_or_assign(key, JobEcho{.passing = true, .updates = {}, .settled = {}});
+}
+
+void JobController::pass_ended(const std::string& key, const ReconcileResult& result) {
+  bool requeue = false, echoed = false;
+  {
+    std::lock_guard lock(echoes_mu_);
+    auto it = echoes_.find(key);
+    if (it == echoes_.end()) return;  // the job was deleted meanwhile: its delete queued it
+    for (const auto& version : it->second.updates) {
+      if (result.settled_version && version == *result.settled_version) echoed = true;
+      else requeue = true;
+    }
+    if (result.settled_version && !echoed) it->second = JobEcho{.passing = false, .updates = {}, .settled = *result.settled_version};
+    else echoes_.erase(it);
+  }
+  if (requeue) queue_.add(key);
+  if (echoed) {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.settled_echoes;
+  }
 }
 
 bool JobController::job_cached(const ChildEvent& e) const {
@@ -242,6 +291,7 @@ void JobController::worker_loop() {
     }
     ReconcileResult r;
     ++active_workers_;
+    pass_started(*key);
     try {
       r = reconcile(*key);
     } catch (const std::exception& e) {  // thread boundary: a bug in one job must not stop the worker
@@ -256,6 +306,7 @@ void JobController::worker_loop() {
       queue_.forget(*key);
       if (r.requeue_after) queue_.add_after(*key, *r.requeue_after);
     }
+    pass_ended(*key, r);
     queue_.done(*key);
   }
 }

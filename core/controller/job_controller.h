@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -75,6 +76,10 @@ class WritePool;
 struct ReconcileResult {
   std::optional<kube::ApiError> error;          // requeued with backoff
   std::optional<kube::Clock::Duration> requeue_after;  // a deadline or TTL to act on
+  // The job's resourceVersion after the pass's own status write, when a pass over exactly that
+  // version with the same children would change nothing: the write's echo from the jobs
+  // informer then queues no pass (a change of the children queues its own).
+  std::optional<std::string> settled_version = std::nullopt;
 };
 
 class JobController final : public ChildEventSink {
@@ -121,6 +126,8 @@ class JobController final : public ChildEventSink {
     // Reads of a job from the server before creating its children again (confirm_job_live),
     // and how many of them found the cached job gone, being deleted or replaced.
     uint64_t job_confirmations = 0, stale_jobs = 0;
+    // Updates of a job that were the echo of a settled pass's status write (no pass queued).
+    uint64_t settled_echoes = 0;
   };
   ReconcileStats reconcile_stats() const;
 
@@ -141,6 +148,14 @@ class JobController final : public ChildEventSink {
   void count(const std::string& ns, uint64_t JobCounters::*counter);
   // A pass read `key` from the server before creating children again; `stale`: why it created none.
   void job_confirmed(const std::string& key, const std::optional<std::string>& stale);
+  // The jobs informer updated `key` to `resource_version`: true when that needs no queue_.add
+  // now: a pass over the job is running (the update is weighed when it ends: pass_ended), or the
+  // update is the echo of the status write of the job's last pass, which was settled
+  // (ReconcileResult::settled_version).
+  bool job_update_held(const std::string& key, std::string_view resource_version);
+  void pass_started(const std::string& key);
+  // Queues the job again if an update that came during the pass was not its own settled write.
+  void pass_ended(const std::string& key, const ReconcileResult& result);
   // The reconcile error of `key`, once per cause and interval (the API faults behind most are
   // logged by the client's FaultLog with their cause already).
   void log_reconcile_error(const std::string& key, const kube::ApiError& error);
@@ -166,6 +181,14 @@ class JobController final : public ChildEventSink {
   log::Throttle error_log_{std::chrono::seconds(30)};
   std::atomic<bool> caches_started_{false};
   std::atomic<bool> workers_started_{false};
+  // Per job with a pass running, or whose last pass was settled and its echo not seen yet.
+  struct JobEcho {
+    bool passing = false;               // a pass over the job is running
+    std::vector<std::string> updates;   // versions the jobs informer delivered meanwhile
+    std::string settled;                // the settled pass's write, until its echo
+  };
+  std::mutex echoes_mu_;
+  std::map<std::string, JobEcho, std::less<>> echoes_;
   mutable std::mutex stats_mu_;
   std::map<std::string, JobCounters> counters_;
   ReconcileStats stats_;

@@ -37,6 +37,24 @@ void fold_active_into_succeeded(api::JobStatus& status) {
   }
 }
 
+// The framework's proposal onto `status`: replica counts, conditions (training-operator's rules)
+// and the completion time.
+void apply_proposal(const framework::StatusProposal& proposal, api::JobStatus& status, api::TimePoint now) {
+  for (const auto& [type, counts] : proposal.replica_statuses) {
+    auto& replica = status.replica_statuses[type];
+    replica.active = counts.active;
+    replica.succeeded = counts.succeeded;
+    replica.failed = counts.failed;
+    if (counts.selector) replica.selector = *counts.selector;
+  }
+  for (const auto& c : proposal.conditions) status.update_condition(c.type, c.status, c.reason, c.message, now);
+  if (proposal.set_completion_time && !status.completion_time) {
+    if (proposal.completion_time)
+      if (auto t = api::parse_time(*proposal.completion_time)) status.completion_time = *t;
+    if (!status.completion_time) status.completion_time = now;
+  }
+}
+
 // Some pods of the job existed, by the status the server has: the job's replica counts.
 bool pods_existed(const api::JobStatus& status) {
   for (const auto& [_, replica] : status.replica_statuses)
@@ -130,10 +148,13 @@ ReconcileResult ReconcilePass::run() {
   observed_ = deps_.children.observe(ns_, uid_);
   if (run_policy().suspend.value_or(false)) return suspend();
   resume();
-  for (const auto& trouble : abnormal_pods(observed_.pods))
+  for (const auto& trouble : abnormal_pods(observed_.pods)) {
     writes_.child_event(framework::ChildEvent::AbnormalPod, {"Pod", trouble.pod, {}, trouble.message, trouble.reason});
+    announces_every_pass_ = true;
+  }
 
   const SlotPlan plan = plan_slot_pods();
+  announce_terminated_containers();
   // Before any write to the job or its children: a pass over a job that is gone on the server
   // ends here.
   auto stale = confirm_job_live(deps_, ns_, name_, uid_, !plan.missing.empty() && pods_existed(draft_.persisted()), log_);
@@ -174,7 +195,7 @@ ReconcileResult ReconcilePass::run() {
   if (auto e = prune_undesired()) return failed_with(*e);
   if (auto e = propose_status()) return failed_with(*e);
   if (auto e = write_status(job_on_server)) return failed_with(*e);
-  return {std::nullopt, limits.deadline_in};
+  return {std::nullopt, limits.deadline_in, settled_version()};
 }
 
 // --- admission ----------------------------------------------------------------------------------
@@ -341,15 +362,19 @@ void ReconcilePass::resume() {
 }
 
 SlotPlan ReconcilePass::plan_slot_pods() const {
-  SlotPlan plan = plan_slots(descriptor_, job_.root(), deps_.plugin.pod_slots(job_.root()), observed_.pods);
+  return plan_slots(descriptor_, job_.root(), deps_.plugin.pod_slots(job_.root()), observed_.pods);
+}
+
+void ReconcilePass::announce_terminated_containers() {
   // Every pass, for every pod whose default container has terminated (training-operator's
   // ReconcilePods); a running pod's earlier terminations (lastState) are not announced.
   for (const auto* pod : observed_.pods) {
-    if (auto code = terminated_exit_code(*pod, descriptor_.default_container))
+    if (auto code = terminated_exit_code(*pod, descriptor_.default_container)) {
       writes_.child_event(framework::ChildEvent::ExitedWithCode,
                           {"Pod", api::name_of(*pod), writes_.replica_type_of(*pod), std::to_string(*code)});
+      announces_every_pass_ = true;
+    }
   }
-  return plan;
 }
 
 kube::ApiResult<std::optional<json::Document>> ReconcilePass::record_restarts(const SlotPlan& plan) {
@@ -398,21 +423,9 @@ std::optional<ApiError> ReconcilePass::propose_status() {
   if (auto st = api::set_job_status(job_, draft_.status()); !st) return internal_error(st.error().message);
   const framework::StatusProposal proposal = deps_.plugin.compute_status(job_.root(), observed_);
   auto& status = draft_.status();
-  for (const auto& [type, counts] : proposal.replica_statuses) {
-    auto& replica = status.replica_statuses[type];
-    replica.active = counts.active;
-    replica.succeeded = counts.succeeded;
-    replica.failed = counts.failed;
-    if (counts.selector) replica.selector = *counts.selector;
-  }
   const bool was_succeeded = status.is_succeeded(), was_failed = status.is_failed();
   const bool was_restarting = status.has_condition(api::condition_type::kRestarting);
-  for (const auto& c : proposal.conditions) status.update_condition(c.type, c.status, c.reason, c.message, now_);
-  if (proposal.set_completion_time && !status.completion_time) {
-    if (proposal.completion_time)
-      if (auto t = api::parse_time(*proposal.completion_time)) status.completion_time = *t;
-    if (!status.completion_time) status.completion_time = now_;
-  }
+  apply_proposal(proposal, status, now_);
   for (const auto& e : proposal.events) announce_when_written({e.reason, e.message, e.type});
   if (!was_succeeded && status.is_succeeded()) {
     // The finished-job step of the next pass would fold the counts in a second write of its own
@@ -438,10 +451,44 @@ std::optional<ApiError> ReconcilePass::write_status(const json::Value& job_on_se
     log_.notef("failed to write the status", "{}", r.error().message);
     return r.error();
   }
-  deps_.expectations.expect_version(job_expectation_, api::resource_version_of(r->root()));
-  log_.notef("wrote the status", "resourceVersion {}", api::resource_version_of(r->root()));
+  written_version_ = api::resource_version_of(r->root());
+  deps_.expectations.expect_version(job_expectation_, written_version_);
+  log_.notef("wrote the status", "resourceVersion {}", written_version_);
   draft_.written();
   return std::nullopt;
+}
+
+std::optional<std::string> ReconcilePass::settled_version() {
+  // Only a pass whose last act was its status write: the echo is then exactly what it ended on.
+  if (written_version_.empty()) return std::nullopt;
+  if (draft_.status().is_finished()) {
+    // The pass over a finished job runs the finished-job step alone (no per-pod events).
+    if (!finished_step_is_empty()) return std::nullopt;
+  } else if (announces_every_pass_ || !status_settled()) {
+    return std::nullopt;
+  }
+  log_.note("settled", "the echo of this status write needs no pass");
+  return written_version_;
+}
+
+bool ReconcilePass::status_settled() {
+  // The framework's rules applied once more to the status as written, with the same children:
+  // a rule that reads the job's own conditions (TFJob's Restarting, MPIJob's Running) may still
+  // move it, and then the echo gets its pass.
+  if (auto st = api::set_job_status(job_, draft_.status()); !st) return false;
+  api::JobStatus again = draft_.status();
+  apply_proposal(deps_.plugin.compute_status(job_.root(), observed_), again, now_);
+  return again == draft_.status();
+}
+
+bool ReconcilePass::finished_step_is_empty() const {
+  // What finish() and clean_up_finished() would do on the status this pass wrote.
+  api::JobStatus folded = draft_.status();
+  if (folded.is_succeeded()) fold_active_into_succeeded(folded);
+  if (!(folded == draft_.status())) return false;
+  if (deletes_pods_when_finished()) return false;
+  if (deps_.gang && deps_.children.pod_group(ns_, name_)) return false;
+  return !(deps_.behaviour.ttl_deletes_job && run_policy().ttl_seconds_after_finished);
 }
 
 bool ReconcilePass::deletes_pods_when_finished() const {

@@ -125,6 +125,7 @@ class ReconcilePass {
   ReconcileResult suspend();
   void resume();
   SlotPlan plan_slot_pods() const;
+  void announce_terminated_containers();
   kube::ApiResult<std::optional<json::Document>> record_restarts(const SlotPlan& plan);
   std::optional<TerminalFailure> terminal_failure(const SlotPlan& plan, const RunLimitsVerdict& limits) const;
   std::optional<kube::ApiError> write_failure(const TerminalFailure& failure, const json::Value& job_on_server);
@@ -170,6 +171,13 @@ class ReconcilePass {
   std::optional<kube::ApiError> label_into_caches(const kube::GroupVersionResource& resource, const json::Value& live);
   // The Warning event and the pass's error for an object under our name that the job does not control.
   kube::ApiError foreign_object(std::string_view kind, const kube::GroupVersionResource& resource, std::string_view name) const;
+  // The resourceVersion this pass's status write made, when a pass over exactly that job, with
+  // the children it observed, would change and announce nothing (ReconcileResult::settled_version).
+  std::optional<std::string> settled_version();
+  // The framework's status rules, applied to the status as written, leave it as it is.
+  bool status_settled();
+  // On the finished status as written, the finished-job step would write and delete nothing.
+  bool finished_step_is_empty() const;
   // Failed by backoffLimit or activeDeadlineSeconds: every pod goes, whatever cleanPodPolicy says.
   bool failed_by_run_limits() const;
   // Whether cleaning up the finished job may delete pods (cleanPodPolicy is not None, or run
@@ -197,6 +205,8 @@ class ReconcilePass {
   std::optional<std::vector<framework::DesiredObject>> desired_;  // asked for once per pass
   PassLog& log_;
   ChildWrites writes_;
+  std::string written_version_;        // of this pass's status write, "" before one
+  bool announces_every_pass_ = false;  // events a pass repeats while the pods stay as they are
 };
 
 }  // namespace unitrain::controller

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -121,6 +122,64 @@ TEST_CASE("controller: pods and services are created once and status follows the
   CHECK(count_writes(f.client, kube::FakeClient::Verb::Delete, "pods") == 0);
   CHECK(eventually([&] { return f.controller->counters()["ns"].successful == 1; }));
   CHECK(eventually([&] { return f.controller->counters()["ns"].created == 1; }));
+}
+
+namespace {
+// Notes how many passes had ended when each status write of the controller went out.
+class StatusWriteProbe : public unitrain::testing::ForwardingClient {
+ public:
+  using ForwardingClient::ForwardingClient;
+  std::function<uint64_t()> passes;
+  std::atomic<uint64_t> status_writes{0}, passes_at_last_write{0};
+
+  kube::ApiResult<Document> update_status(const kube::GroupVersionResource& r, std::string_view ns, const json::Value& obj,
+                                          const kube::WriteOptions& opts = {}) override {
+    auto written = inner_.update_status(r, ns, obj, opts);
+    if (written && passes) {
+      passes_at_last_write = passes();
+      ++status_writes;
+    }
+    return written;
+  }
+};
+}  // namespace
+
+TEST_CASE("controller: the echo of a pass's own status write queues no pass when nothing would change, another writer's update does") {
+  kube::FakeClient server;
+  StatusWriteProbe client(server);
+  kube::RealClock clock;
+  RecordingSink events;
+  server.seed(kJobs, echo_job("solo", 1).root());
+  c::JobController controller(client, clock, events, std::make_unique<EchoPlugin>(), {});
+  client.passes = [&] { return controller.reconcile_stats().total; };
+  controller.start();
+  REQUIRE(controller.wait_for_sync(std::chrono::seconds(5)));
+  REQUIRE(eventually([&] { return last_condition(server, "solo") == "Created=True"; }));
+
+  set_phase(server, "solo-worker-0", "Running");
+  REQUIRE(eventually([&] { return last_condition(server, "solo") == "Running=True"; }));
+  // The pass that wrote Running is the last one: its write's echo (the job's only change since)
+  // queues none. Before, that echo queued one more pass, which found nothing to do.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the queue's 100 ms settle
+  CHECK(client.status_writes == 2);
+  CHECK(controller.reconcile_stats().total == client.passes_at_last_write + 1);
+  CHECK(controller.reconcile_stats().settled_echoes >= 1);
+
+  // An update of the job by another writer is no echo: it gets its pass.
+  const uint64_t before = controller.reconcile_stats().total;
+  auto job = get(server, kJobs, "solo");
+  REQUIRE(json::set_string(job, "/metadata/labels/team", "vision"));
+  REQUIRE(server.update(kJobs, "ns", job.root()));
+  CHECK(eventually([&] { return controller.reconcile_stats().total == before + 1; }));
+
+  // The job still runs to its end on its pods' changes; with cleanPodPolicy None and no TTL the
+  // finished-job step has nothing to do, so the Succeeded write's echo queues no pass either.
+  set_phase(server, "solo-worker-0", "Succeeded");
+  REQUIRE(eventually([&] { return last_condition(server, "solo") == "Succeeded=True"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(client.status_writes == 3);
+  CHECK(controller.reconcile_stats().total == client.passes_at_last_write + 1);
+  controller.stop();
 }
 
 TEST_CASE("controller: a job managed by another controller gets no writes") {
