@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
@@ -206,9 +207,17 @@ class WaitDeadline {
   bool passed_ = false;
 };
 
+// Transport::IoCounts, shared by a transport's connections.
+struct IoCounters {
+  std::atomic<uint64_t> io_runs{0};
+  std::atomic<uint64_t> socket_reads{0};
+};
+
 // One TCP (optionally TLS) connection with its own io_context, so a request runs its
 // asynchronous operations with deadlines on the calling thread.
 struct Connection {
+  explicit Connection(IoCounters& c) : counters(c) {}
+  IoCounters& counters;
   asio::io_context ioc{1};
   std::optional<net::AnyStream> stream;  // set by connect()
   beast::flat_buffer buffer;
@@ -220,9 +229,16 @@ struct Connection {
   std::mutex hold_mu;
   std::condition_variable_any hold_cv;
   bool reused = false;
+  // A read of a TLS answer in flight on the io_context (it writes into `buffer`'s free room),
+  // and how the last one ended.
+  bool tls_reading = false;
+  bool tls_read_done = false;
+  boost::system::error_code tls_read_ec;
   WaitDeadline deadline{ioc};  // after ioc: its timer goes first
 
   beast::tcp_stream& lowest() { return stream->lowest(); }
+  // Plain TCP: the socket is non-blocking, the requests' reads and writes are made at once.
+  bool plain() { return stream->tls() == nullptr; }
   void close() {
     boost::system::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -251,7 +267,10 @@ bool run_until_finished(Connection& c, const Finished& finished, Clock::time_poi
   if (finished()) return true;
   c.deadline.begin(deadline);
   c.ioc.restart();
-  while (!finished() && !c.deadline.passed()) c.ioc.run_one();
+  while (!finished() && !c.deadline.passed()) {
+    c.counters.io_runs.fetch_add(1, std::memory_order_relaxed);
+    c.ioc.run_one();
+  }
   c.deadline.end();
   return finished();
 }
@@ -273,6 +292,29 @@ bool run_until(Connection& c, const bool& done, Clock::time_point deadline, cons
 
 // The most of a pipelined exchange's serialized requests a pooled connection keeps for the next.
 constexpr size_t kKeptWire = 256 * 1024;
+
+// The room a connection's buffer has for answers: a socket read takes at most the buffer's free
+// room, and one recv should take every answer that arrived (a burst of pods' create answers,
+// ~2.5 kB each). Beast's reads into a buffer that started empty asked for 512 bytes at a time
+// (its free room, at least 512), and the buffer never grew: the parser emptied it each time.
+constexpr size_t kAnswerRoom = 32 * 1024;
+
+// Parses the bytes of the answer already in the connection's buffer (the answers after it stay
+// there); true once the parser needs no more: the answer is complete, or `ec` says why it cannot be.
+template <class Parser>
+bool parse_buffered(Connection& c, Parser& parser, boost::system::error_code& ec) {
+  while (c.buffer.size() > 0) {
+    const size_t used = parser.put(c.buffer.data(), ec);
+    c.buffer.consume(used);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec || parser.is_done()) return true;
+    if (used == 0) return false;
+  }
+  return false;
+}
 
 // A request whose body is the caller's string, not a copy of it.
 using WireRequest = bhttp::request<bhttp::span_body<const char>>;
@@ -311,6 +353,7 @@ struct Transport::Impl {
   std::vector<std::unique_ptr<Connection>> idle;
   std::atomic<size_t> opened{0};
   AnswerPace pace;  // how long the server takes to answer a pipelined exchange
+  IoCounters counters;
 
   Impl(const RestConfig& c, TransportOptions o)
       : cfg(c),
@@ -323,7 +366,7 @@ struct Transport::Impl {
   std::string where() const { return authority; }
 
   Result<std::unique_ptr<Connection>, TransportError> connect(Clock::time_point deadline) {
-    auto conn = std::make_unique<Connection>();
+    auto conn = std::make_unique<Connection>(counters);
     if (ssl_ctx) conn->stream.emplace(beast::tcp_stream(conn->ioc), *ssl_ctx);
     else conn->stream.emplace(beast::tcp_stream(conn->ioc));
     const auto connect_deadline = std::min(deadline, Clock::now() + opts.connect_timeout);
@@ -362,6 +405,9 @@ struct Transport::Impl {
     if (ec) return fail(TransportError{Kind::Connect, fmt::format("connecting to {}: {}", where(), ec.message()), false});
     boost::system::error_code opt_ec;
     conn->lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+    // Plain TCP requests read and write the socket themselves, at once (see receive()); their
+    // asynchronous operations (watch streams) are unaffected.
+    if (conn->plain()) conn->lowest().socket().non_blocking(true, opt_ec);
 
     if (auto* tls = conn->stream->tls()) {
       SSL* ssl = tls->native_handle();
@@ -440,14 +486,24 @@ struct Transport::Impl {
   // Writes the request; on success the server may have seen it.
   Result<void, TransportError> write(Connection& c, const http::Request& req, Clock::time_point deadline) {
     auto msg = build(req);
+    bhttp::request_serializer<bhttp::span_body<const char>> sr{msg};
     boost::system::error_code ec;
     size_t written = 0;
-    bool done = false;
-    bhttp::async_write(*c.stream, msg, [&](const boost::system::error_code& e, size_t n) {
-      ec = e;
-      written = n;
-      done = true;
-    });
+    // Plain TCP: written at once, no run of the io_context (the asynchronous write completed
+    // inline too, but running its completion cost an epoll_wait); what the socket does not take
+    // now is written asynchronously.
+    if (c.plain()) {
+      written = bhttp::write(c.lowest(), sr, ec);
+      if (ec == asio::error::would_block) ec = {};
+    }
+    bool done = ec || sr.is_done();
+    if (!done) {
+      bhttp::async_write(*c.stream, sr, [&](const boost::system::error_code& e, size_t n) {
+        ec = e;
+        written += n;
+        done = true;
+      });
+    }
     if (!run_until(c, done, deadline, opts.cancel))
       return fail(TransportError{Kind::Timeout, fmt::format("{}: writing the request timed out", describe(req)), written > 0});
     if (ec)
@@ -492,33 +548,110 @@ struct Transport::Impl {
                                r.error().request_sent});
   }
 
+  // Brings more answer bytes into the connection's buffer. True when some came (`ec` clear) or
+  // the connection ended or failed (`ec` says how: eof when the server closed it); false when
+  // nothing came: at once with `wait` false, else when `deadline` passed or the request was
+  // cancelled (the connection is then closed).
+  // Plain TCP reads the socket at once, without running the io_context: a run is an epoll_wait
+  // even when a completion is ready, and Asio's reads completed through the io_context (Beast
+  // parsing one element of an answer per read, posting its completion) cost about 4 per answer.
+  // The io_context only waits for the socket to become readable. TLS reads through it.
+  bool receive(Connection& c, bool wait, Clock::time_point deadline, boost::system::error_code& ec) {
+    if (c.buffer.capacity() < kAnswerRoom) c.buffer.reserve(kAnswerRoom);
+    const size_t room = std::clamp<size_t>(c.buffer.capacity() - c.buffer.size(), 512, 64 * 1024);
+    if (c.plain()) {
+      auto& socket = c.lowest().socket();
+      if (!wait) {
+        counters.socket_reads.fetch_add(1, std::memory_order_relaxed);
+        const size_t n = socket.read_some(c.buffer.prepare(room), ec);
+        if (ec == asio::error::would_block) {
+          ec = {};
+          return false;
+        }
+        c.buffer.commit(n);
+        return true;
+      }
+      // Asio's own read: it tries the socket once before it waits, and reads right after the
+      // wake-up, in the same run. (Waiting for readability instead, async_wait, costs an
+      // epoll_ctl per wait, the price of the read it saves.)
+      bool done = false;
+      counters.socket_reads.fetch_add(1, std::memory_order_relaxed);
+      socket.async_read_some(c.buffer.prepare(room), [&](const boost::system::error_code& e, size_t n) {
+        c.buffer.commit(n);
+        ec = e;
+        done = true;
+      });
+      return run_until(c, done, deadline, opts.cancel);
+    }
+    if (!c.tls_reading) {
+      c.tls_reading = true;
+      c.tls_read_done = false;
+      c.stream->async_read_some(c.buffer.prepare(room), [&c](const boost::system::error_code& e, size_t n) {
+        c.buffer.commit(n);
+        c.tls_read_ec = e;
+        c.tls_read_done = true;
+      });
+    }
+    if (wait) {
+      if (!run_until(c, c.tls_read_done, deadline, opts.cancel)) {
+        c.tls_reading = false;
+        return false;
+      }
+    } else {
+      c.ioc.restart();
+      c.counters.io_runs.fetch_add(1, std::memory_order_relaxed);
+      c.ioc.poll();
+      if (!c.tls_read_done) return false;
+    }
+    c.tls_reading = false;
+    ec = c.tls_read_ec;
+    return true;
+  }
+
   // Reads the response to `req` from the connection into `parser` (`ec` says how the read
-  // ended); false when `deadline` passed or the request was cancelled first.
+  // ended); false when `deadline` passed or the request was cancelled first. Answers that
+  // arrived with earlier ones are parsed from the connection's buffer, without any system call.
   // With `sleeps` (an answer of a pipelined exchange): an answer not received yet is slept for
   // `hold` first (AnswerPace), then waited for on the socket; each counts in `sleeps`.
   bool read_response(Connection& c, const http::Request& req, ResponseParser& parser, boost::system::error_code& ec,
                      Clock::time_point deadline, Clock::duration hold = {}, int* sleeps = nullptr) {
     parser.body_limit(boost::none);  // lists of 100k pods are hundreds of MB
     if (req.method == "HEAD") parser.skip(true);  // Content-Length describes a body never sent
-    bool done = false;
-    bhttp::async_read(*c.stream, c.buffer, parser, [&](const boost::system::error_code& e, size_t) {
-      ec = e;
-      done = true;
-    });
-    if (sleeps) {
-      c.ioc.restart();
-      c.ioc.poll();  // completes the read if the answer is here already
-      if (!done && hold > Clock::duration::zero()) {
-        // Not a wait on the io_context: each chunk of the answers arriving would end it.
-        std::unique_lock lock(c.hold_mu);
-        c.hold_cv.wait_until(lock, opts.cancel, std::min(Clock::now() + hold, deadline), [] { return false; });
-        ++*sleeps;
-        c.ioc.restart();
-        c.ioc.poll();
+    parser.eager(true);  // the header and the body in one pass, whatever the buffer holds
+    bool held = hold <= Clock::duration::zero();
+    bool waited = false;
+    for (;;) {
+      if (parse_buffered(c, parser, ec)) return true;
+      // Pipelined: what arrived already, then the hold, then a wait on the socket.
+      bool got = false;
+      if (sleeps && !waited) {
+        got = receive(c, false, deadline, ec);
+        if (!got && !held) {
+          // Not a wait on the io_context: each chunk of the answers arriving would end it.
+          std::unique_lock lock(c.hold_mu);
+          c.hold_cv.wait_until(lock, opts.cancel, std::min(Clock::now() + hold, deadline), [] { return false; });
+          ++*sleeps;
+          held = true;
+          got = receive(c, false, deadline, ec);
+        }
+        if (!got) {
+          ++*sleeps;  // on the socket, below
+          waited = true;
+        }
       }
-      if (!done) ++*sleeps;  // on the socket, below
+      if (!got && !receive(c, true, deadline, ec)) return false;
+      if (ec == asio::error::eof) {
+        // The end of an answer without a length, or a connection lost (RFC 9112 8).
+        if (!parser.got_some()) {
+          ec = bhttp::error::end_of_stream;
+          return true;
+        }
+        ec = {};
+        parser.put_eof(ec);
+        return true;
+      }
+      if (ec) return true;
     }
-    return run_until(c, done, deadline, opts.cancel);
   }
 
   Result<http::Response, TransportError> send(const http::Request& req, std::chrono::milliseconds timeout) {
@@ -593,12 +726,18 @@ struct Transport::Impl {
       }
       boost::system::error_code ec;
       size_t written = 0;
-      bool done = false;
-      asio::async_write(*c.stream, asio::buffer(wire), [&](const boost::system::error_code& e, size_t n) {
-        ec = e;
-        written = n;
-        done = true;
-      });
+      if (c.plain()) {  // as in write()
+        written = asio::write(c.lowest().socket(), asio::buffer(wire), ec);
+        if (ec == asio::error::would_block) ec = {};
+      }
+      bool done = ec || written == wire.size();
+      if (!done) {
+        asio::async_write(*c.stream, asio::buffer(wire) + written, [&](const boost::system::error_code& e, size_t n) {
+          ec = e;
+          written += n;
+          done = true;
+        });
+      }
       if (!run_until(c, done, deadline, opts.cancel))
         return fail_from(0, Kind::Timeout, "writing the pipelined requests timed out", written > 0);
       // A rare large exchange (a pass creating many big objects) does not stay with the connection.
@@ -844,5 +983,9 @@ size_t Transport::idle_connections() const {
 }
 
 size_t Transport::connections_opened() const { return impl_->opened.load(); }
+
+Transport::IoCounts Transport::io_counts() const {
+  return {impl_->counters.io_runs.load(std::memory_order_relaxed), impl_->counters.socket_reads.load(std::memory_order_relaxed)};
+}
 
 }  // namespace unitrain::kube

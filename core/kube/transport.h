@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -81,6 +82,14 @@ class Transport {
   std::string current_token();
   size_t idle_connections() const;
   size_t connections_opened() const;
+  // What reading answers cost, for tests and measurements: each run of a connection's
+  // io_context (requests and watches alike) is an epoll_wait, even when a completion is ready.
+  // socket_reads counts the reads the transport itself issues (plain TCP answers).
+  struct IoCounts {
+    uint64_t io_runs = 0;
+    uint64_t socket_reads = 0;
+  };
+  IoCounts io_counts() const;
 
  private:
   struct Impl;

@@ -1122,3 +1122,179 @@ TEST_CASE("events: a create sent again after its exchange broke, answered 409 Al
   CHECK(recorder.stats().patched == 1);
   recorder.stop();
 }
+
+// ---- what reading an answer costs --------------------------------------------------------------
+
+namespace {
+
+// `n` requests for the transport alone, each with a body of about `size` bytes.
+std::vector<http::Request> post_requests(size_t n, size_t size) {
+  std::vector<http::Request> reqs(n);
+  for (size_t i = 0; i < n; ++i) {
+    reqs[i].method = "POST";
+    reqs[i].target = "/api/v1/namespaces/ns/pods";
+    reqs[i].body = fmt::format(R"({{"metadata":{{"name":"p{}"}},"spec":"{}"}})", i, std::string(size, 'x'));
+  }
+  return reqs;
+}
+
+// The answer to `r` as the test server writes it, for answers written together.
+std::string answer_to(const RawRequest& r) {
+  return fmt::format("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", r.body.size(),
+                     r.body);
+}
+
+}  // namespace
+
+TEST_CASE("transport: an answer costs one wait for the socket, a burst's answers received together cost one wait and one read") {
+  constexpr size_t kBurst = 8;
+  Recorder rec;
+  // Single requests answered one by one; a burst of kBurst answered in one write, as an API
+  // server's answers often arrive together.
+  TestServer server([&](Session& s) {
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      if (r->method != "PUT") {
+        std::this_thread::sleep_for(1ms);  // the answer comes after the client started waiting
+        s.respond(200, r->body);
+        continue;
+      }
+      std::string answers = answer_to(*r);
+      for (size_t i = 1; i < kBurst; ++i) {
+        auto next = s.read_request();
+        if (!next) return;
+        rec.add(*next);
+        answers += answer_to(*next);
+      }
+      s.write(answers);
+    }
+  });
+  auto client = make_client(http_config(server.port()), nullptr, 0);
+  Transport& t = client->transport();
+
+  // Single requests on the pooled connection: the write goes out at once, the answer costs the
+  // one wait for it (each run of the io_context is an epoll_wait, even for a completion that is
+  // ready).
+  auto single = post_requests(1, 100);
+  REQUIRE(t.send(single[0]));
+  constexpr int kSingles = 20;
+  const auto before = t.io_counts();
+  for (int i = 0; i < kSingles; ++i) {
+    auto r = t.send(single[0]);
+    REQUIRE(r);
+    CHECK(r->body == single[0].body);
+  }
+  const auto singles = t.io_counts();
+  INFO("io runs for " << kSingles << " single requests: " << singles.io_runs - before.io_runs);
+  CHECK(singles.io_runs - before.io_runs <= kSingles);
+
+  // A burst of answers of ~2.5 kB (a pod's create answer) written together: one wait, then one
+  // read takes all of them (the connection has room for them) and they are parsed from there.
+  auto burst = post_requests(kBurst, 2500);
+  for (auto& r : burst) r.method = "PUT";
+  auto fresh = make_client(http_config(server.port()), nullptr, 0);
+  Transport& ft = fresh->transport();
+  const auto start = ft.io_counts();
+  auto answers = ft.send_pipelined(burst);
+  const auto after = ft.io_counts();
+  REQUIRE(answers.size() == kBurst);
+  for (size_t i = 0; i < kBurst; ++i) {
+    INFO("answer " << i);
+    REQUIRE(answers[i]);
+    CHECK(answers[i]->body == burst[i].body);
+  }
+  INFO("io runs " << after.io_runs - start.io_runs << ", socket reads " << after.socket_reads - start.socket_reads
+                  << " for a burst of " << kBurst << " answers");
+  // The connect's own runs, the wait for the answers (twice if they came in two segments).
+  CHECK(after.io_runs - start.io_runs <= 3);
+  // A read that finds nothing before the wait, then the answers (in at most two reads).
+  CHECK(after.socket_reads - start.socket_reads <= 3);
+}
+
+TEST_CASE("transport: answers split anywhere, chunked, ended by the connection's close, or over TLS read whole") {
+  const std::string body = std::string(3000, 'a') + "end";
+  // Odd places for the answers to be cut: in the status line, a header, the body.
+  auto write_split = [](Session& s, const std::string& data) {
+    for (size_t at = 0; at < data.size();) {
+      const size_t n = std::min<size_t>(data.size() - at, at % 3 == 0 ? 7 : 1300);
+      s.write(data.substr(at, n));
+      std::this_thread::sleep_for(1ms);
+      at += n;
+    }
+  };
+  Recorder rec;
+  TestServer server([&](Session& s) {
+    while (auto r = s.read_request()) {
+      rec.add(*r);
+      if (r->target.ends_with("/split")) {
+        write_split(s, answer_to(*r));
+      } else if (r->target.ends_with("/chunked")) {
+        s.start_chunked();
+        s.chunk(r->body.substr(0, 10));
+        std::this_thread::sleep_for(1ms);
+        s.chunk(r->body.substr(10));
+        s.end_chunks();
+      } else if (r->method == "HEAD") {
+        s.write(fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", r->body.size()));
+      } else if (r->target.ends_with("/until-close")) {
+        s.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + r->body.substr(0, 100));
+        std::this_thread::sleep_for(1ms);
+        s.write(r->body.substr(100));
+        return;  // the server closes the connection: the end of the body
+      } else {
+        s.respond(201, r->body);
+      }
+    }
+  });
+  auto client = make_client(http_config(server.port()), nullptr, 0);
+  Transport& t = client->transport();
+  for (const char* kind : {"split", "chunked", "until-close", "split"}) {
+    INFO(kind);
+    http::Request req{"POST", fmt::format("/api/v1/namespaces/ns/pods/{}", kind), {}, body};
+    auto r = t.send(req);
+    REQUIRE(r);
+    CHECK(r->body == body);
+  }
+  // A burst whose answers are cut at odd places, and one that ends with a HEAD's (no body).
+  auto reqs = post_requests(3, 2000);
+  reqs[1].target += "/split";
+  reqs[2].method = "HEAD";
+  auto answers = t.send_pipelined(reqs);
+  REQUIRE(answers.size() == 3);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("answer " << i);
+    REQUIRE(answers[i]);
+    CHECK(answers[i]->body == reqs[i].body);
+  }
+  REQUIRE(answers[2]);
+  CHECK(answers[2]->body.empty());
+
+  // The same over TLS.
+  const KeyCert cert = self_signed("apiserver", "IP:127.0.0.1");
+  ServerTls tls(cert);
+  Recorder tls_rec;
+  TestServer tls_server(serve_all(tls_rec, [&](Session& s, const RawRequest& r, size_t) {
+    if (r.target.ends_with("/split")) write_split(s, answer_to(r));
+    else if (r.method == "HEAD") s.write(fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", r.body.size()));
+    else s.respond(201, r.body);
+  }), tls.ctx);
+  RestConfig cfg = http_config(tls_server.port());
+  cfg.scheme = "https";
+  cfg.ca_pem = cert.cert_pem;
+  auto tls_client = make_client(cfg, nullptr, 0);
+  for (int round = 0; round < 2; ++round) {
+    http::Request req{"POST", "/api/v1/namespaces/ns/pods/split", {}, body};
+    auto r = tls_client->transport().send(req);
+    REQUIRE(r);
+    CHECK(r->body == body);
+    auto tls_answers = tls_client->transport().send_pipelined(reqs);
+    REQUIRE(tls_answers.size() == 3);
+    for (size_t i = 0; i < 2; ++i) {
+      INFO("TLS answer " << i);
+      REQUIRE(tls_answers[i]);
+      CHECK(tls_answers[i]->body == reqs[i].body);
+    }
+    REQUIRE(tls_answers[2]);
+  }
+  CHECK(tls_server.connections() == 1);
+}
